@@ -1,0 +1,39 @@
+"""tapejit's arithmetic: the primitive table and the Numba interpreters rendered from it.
+
+Only NumPy arrays and integers cross this boundary; nothing here imports ``tape``. The jitted
+entry points live in the generated module ``jit._interp`` and are imported on first use, so that
+``import tape`` does not pay for Numba until a gradient is asked for.
+"""
+from .table import FAMILIES, OPCODE, TABLE, table_hash
+
+ENTRY_POINTS = ("data_pointers", "need_pass", "reverse_sweep")
+
+__all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", *ENTRY_POINTS]
+
+
+def __getattr__(name):
+    if name in ENTRY_POINTS:
+        from . import _interp
+
+        return getattr(_interp, name)
+    raise AttributeError(f"module 'jit' has no attribute {name!r}")
+
+
+def warmup(verbose: bool = False) -> float:
+    """Compile every entry point for its one signature (or load it from Numba's cache).
+
+    Returns the seconds it took. ``python -m jit.warmup`` runs this once after install.
+    """
+    import time
+
+    from . import _interp
+
+    t0 = time.perf_counter()
+    for name in ENTRY_POINTS:
+        fn = getattr(_interp, name)
+        sig = getattr(_interp, "SIG_" + name.upper())
+        t = time.perf_counter()
+        fn.compile(sig)
+        if verbose:
+            print(f"{name:16s} {time.perf_counter() - t:7.2f} s")
+    return time.perf_counter() - t0

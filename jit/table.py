@@ -1,0 +1,275 @@
+"""The primitive table: every differentiable primitive of tapejit, declared once.
+
+A row names the primitive, its family and the facts its family needs:
+
+- ``unary``  y = f(x):    NumPy ufunc, scalar forward ``f`` and derivative ``d`` (in x, y).
+- ``binary`` y = f(a, b): NumPy ufunc, scalar forward ``f`` and partials ``da``, ``db`` (in a, b, y).
+- ``reduce`` / ``scan``: a reduction or scan over the middle axis of a (P, R, Q) view; hand-written
+  reverse bodies live in ``_generate.py`` under the row's name.
+- ``gather`` / ``scatter`` / ``select``: linear index maps (every indexing and shape op is one).
+- ``matmul``: batched (B, M, K) @ (B, K, N), small sizes inside the sweep.
+- ``escape``: the reverse rule needs LAPACK/BLAS, so it is NumPy code run between jitted segments
+  (``vjp`` is that rule: arrays in, arrays out).
+- ``input``: rows that only hold a value (constants, leaves, links to an older tape).
+
+The opcode of a row is its index in ``TABLE``. ``_generate.py`` renders ``_interp.py`` from this
+file; ``tests/test_generated.py`` fails when the rendered file is stale. Formulas are Numba scalar
+expressions; the names they may use are the math functions imported by the generated module and
+the helpers in ``HELPERS`` below.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Prim:
+    name: str
+    family: str
+    ufunc: object = None  # eager NumPy callable (ufunc for elementwise rows)
+    f: str = ""  # scalar forward formula (elementwise rows)
+    d: tuple = ()  # partial derivatives, one per operand (elementwise rows)
+    vjp: object = None  # escape rows: NumPy reverse rule
+
+
+def _u(name, ufunc, f, d):
+    return Prim(name, "unary", ufunc, f, (d,))
+
+
+def _b(name, ufunc, f, da, db):
+    return Prim(name, "binary", ufunc, f, (da, db))
+
+
+# ---------------------------------------------------------------------------------------------
+# Escape rules (NumPy, run by the backward driver between jitted segments).
+# Signature: rule(g, y, a, b, need_a, need_b) -> (ga, gb); arrays carry their recorded shapes.
+
+
+def _unbroadcast_batch(grad, shape):
+    """Sum a batched gradient down to an operand's (possibly batch-broadcast) shape."""
+    while grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    axes = tuple(i for i, s in enumerate(shape) if s == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+def _matmul_vjp(g, y, a, b, need_a, need_b):
+    ga = _unbroadcast_batch(g @ np.swapaxes(b, -1, -2), a.shape) if need_a else None
+    gb = _unbroadcast_batch(np.swapaxes(a, -1, -2) @ g, b.shape) if need_b else None
+    return ga, gb
+
+
+def _inv_vjp(g, y, a, b, need_a, need_b):
+    yt = np.swapaxes(y, -1, -2)
+    return -(yt @ g @ yt), None
+
+
+def _det_vjp(g, y, a, b, need_a, need_b):
+    # d det(A) = det(A) tr(A^-1 dA)
+    inv_t = np.swapaxes(np.linalg.inv(a), -1, -2)
+    return (g * y)[..., None, None] * inv_t, None
+
+
+def _logabsdet_vjp(g, y, a, b, need_a, need_b):
+    inv_t = np.swapaxes(np.linalg.inv(a), -1, -2)
+    return g[..., None, None] * inv_t, None
+
+
+def _solve_vjp(g, y, a, b, need_a, need_b):
+    # y = A^-1 b (b a batch of matrices): gb = A^-T g, gA = -gb y^T.
+    gb = np.linalg.solve(np.swapaxes(a, -1, -2), g)
+    ga = -(gb @ np.swapaxes(y, -1, -2)) if need_a else None
+    return ga, (gb if need_b else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table. Order is the opcode; append new rows at the end of a family block freely, since
+# opcodes are only stored inside tapes of one process (saved tapes carry the table hash).
+
+TABLE: tuple[Prim, ...] = (
+    # inputs: values only
+    Prim("const", "input"),
+    Prim("leaf", "input"),
+    Prim("link", "input"),
+    # unary elementwise: f(x), f'(x) in terms of x and y = f(x)
+    _u("neg", np.negative, "-x", "-1.0"),
+    _u("abs", np.absolute, "abs(x)", "_sign(x)"),
+    _u("exp", np.exp, "exp(x)", "y"),
+    _u("expm1", np.expm1, "expm1(x)", "y + 1.0"),
+    _u("exp2", np.exp2, "2.0 ** x", "y * LN2"),
+    _u("log", np.log, "log(x)", "1.0 / x"),
+    _u("log1p", np.log1p, "log1p(x)", "1.0 / (1.0 + x)"),
+    _u("log2", np.log2, "log2(x)", "1.0 / (x * LN2)"),
+    _u("log10", np.log10, "log10(x)", "1.0 / (x * LN10)"),
+    _u("sqrt", np.sqrt, "sqrt(x)", "0.5 / y"),
+    _u("cbrt", np.cbrt, "_cbrt(x)", "1.0 / (3.0 * y * y)"),
+    _u("square", np.square, "x * x", "2.0 * x"),
+    _u("reciprocal", np.reciprocal, "1.0 / x", "-(y * y)"),
+    _u("sin", np.sin, "sin(x)", "cos(x)"),
+    _u("cos", np.cos, "cos(x)", "-sin(x)"),
+    _u("tan", np.tan, "tan(x)", "1.0 + y * y"),
+    _u("arcsin", np.arcsin, "asin(x)", "1.0 / sqrt(1.0 - x * x)"),
+    _u("arccos", np.arccos, "acos(x)", "-1.0 / sqrt(1.0 - x * x)"),
+    _u("arctan", np.arctan, "atan(x)", "1.0 / (1.0 + x * x)"),
+    _u("sinh", np.sinh, "sinh(x)", "cosh(x)"),
+    _u("cosh", np.cosh, "cosh(x)", "sinh(x)"),
+    _u("tanh", np.tanh, "tanh(x)", "1.0 - y * y"),
+    _u("arcsinh", np.arcsinh, "asinh(x)", "1.0 / sqrt(x * x + 1.0)"),
+    _u("arccosh", np.arccosh, "acosh(x)", "1.0 / sqrt(x * x - 1.0)"),
+    _u("arctanh", np.arctanh, "atanh(x)", "1.0 / (1.0 - x * x)"),
+    _u("copy", np.positive, "x", "1.0"),
+    # binary elementwise: f(a, b) and its partials in terms of a, b and y = f(a, b)
+    _b("add", np.add, "a + b", "1.0", "1.0"),
+    _b("subtract", np.subtract, "a - b", "1.0", "-1.0"),
+    _b("multiply", np.multiply, "a * b", "b", "a"),
+    _b("divide", np.true_divide, "a / b", "1.0 / b", "-y / b"),
+    _b("power", np.power, "a ** b", "_pow_da(a, b)", "_pow_db(a, y)"),
+    _b("arctan2", np.arctan2, "atan2(a, b)", "b / (a * a + b * b)", "-a / (a * a + b * b)"),
+    _b("hypot", np.hypot, "hypot(a, b)", "a / y", "b / y"),
+    _b("logaddexp", np.logaddexp, "_logaddexp(a, b)", "exp(a - y)", "exp(b - y)"),
+    _b("maximum", np.maximum, "_maximum(a, b)", "_pick_max(a, b)", "_pick_max(b, a)"),
+    _b("minimum", np.minimum, "_minimum(a, b)", "_pick_max(-a, -b)", "_pick_max(-b, -a)"),
+    _b("fmax", np.fmax, "_fmax(a, b)", "_pick_fmax(a, b)", "_pick_fmax(b, a)"),
+    _b("fmin", np.fmin, "_fmin(a, b)", "_pick_fmax(-a, -b)", "_pick_fmax(-b, -a)"),
+    # select: y = where(mask, a, b); mask is constant index data
+    Prim("where", "select", np.where),
+    # reductions and scans over the middle axis of (P, R, Q)
+    Prim("sum", "reduce", np.sum),
+    Prim("prod", "reduce", np.prod),
+    Prim("amax", "reduce", np.max),
+    Prim("amin", "reduce", np.min),
+    Prim("cumsum", "scan", np.cumsum),
+    Prim("cumprod", "scan", np.cumprod),
+    # linear index maps: gather y[i] = x[idx[i]]; scatter y = x, y[pos[j]] = v[j]
+    Prim("gather", "gather"),
+    Prim("scatter", "scatter"),
+    # bilinear: small batched matmul inside the sweep
+    Prim("matmul", "matmul", np.matmul),
+    # escapes: reverse rule in NumPy between jitted segments
+    Prim("matmul_blas", "escape", np.matmul, vjp=_matmul_vjp),
+    Prim("inv", "escape", np.linalg.inv, vjp=_inv_vjp),
+    Prim("det", "escape", np.linalg.det, vjp=_det_vjp),
+    Prim("logabsdet", "escape", None, vjp=_logabsdet_vjp),
+    Prim("solve", "escape", np.linalg.solve, vjp=_solve_vjp),
+)
+
+OPCODE = {p.name: i for i, p in enumerate(TABLE)}
+FAMILIES = ("input", "unary", "binary", "select", "reduce", "scan", "gather", "scatter",
+            "matmul", "escape")
+FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}
+
+# Scalar helpers the formulas may call; rendered verbatim into the generated module so that
+# Numba's cache sees them (it only watches the file of the entry point).
+HELPERS = '''
+@njit(inline="always")
+def _sign(x):
+    if x > 0.0:
+        return 1.0
+    if x < 0.0:
+        return -1.0
+    return x * 0.0  # keeps NaN as NaN and 0 as 0
+
+
+@njit(inline="always")
+def _cbrt(x):
+    return -((-x) ** (1.0 / 3.0)) if x < 0.0 else x ** (1.0 / 3.0)
+
+
+@njit(inline="always")
+def _pow_da(a, b):
+    if b == 0.0:
+        return 0.0
+    return b * a ** (b - 1.0)
+
+
+@njit(inline="always")
+def _pow_db(a, y):
+    # d/db a**b = a**b log(a); at a == 0 the limit is 0 (for b > 0), as JAX and PyTorch use.
+    if a == 0.0:
+        return 0.0
+    return y * log(a)
+
+
+@njit(inline="always")
+def _logaddexp(a, b):
+    m = max(a, b)
+    if m == -inf:
+        return -inf
+    return m + log1p(exp(-abs(a - b)))
+
+
+@njit(inline="always")
+def _maximum(a, b):
+    if a != a or b != b:
+        return nan
+    return a if a >= b else b
+
+
+@njit(inline="always")
+def _minimum(a, b):
+    if a != a or b != b:
+        return nan
+    return a if a <= b else b
+
+
+@njit(inline="always")
+def _fmax(a, b):
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a >= b else b
+
+
+@njit(inline="always")
+def _fmin(a, b):
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a <= b else b
+
+
+@njit(inline="always")
+def _pick_max(a, b):
+    # share of the gradient that the first operand of maximum(a, b) receives: NaN propagates
+    # from the operand that holds it; ties split evenly (as JAX and PyTorch do).
+    if a != a:
+        return 1.0
+    if b != b:
+        return 0.0
+    if a > b:
+        return 1.0
+    if a == b:
+        return 0.5
+    return 0.0
+
+
+@njit(inline="always")
+def _pick_fmax(a, b):
+    # fmax ignores NaN: the non-NaN operand wins.
+    if b != b:
+        return 0.0 if a != a else 1.0
+    if a != a:
+        return 0.0
+    if a > b:
+        return 1.0
+    if a == b:
+        return 0.5
+    return 0.0
+'''
+
+
+def table_hash() -> str:
+    """A short hash of everything the generated kernels depend on."""
+    import hashlib
+
+    h = hashlib.sha256(str(FORMAT_VERSION).encode())
+    for p in TABLE:
+        h.update(repr((p.name, p.family, p.f, p.d)).encode())
+    h.update(HELPERS.encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,20 @@
+"""tapejit: exact gradients of NumPy-style Python, recorded on a tape and swept in Numba.
+
+>>> import numpy as np, tape
+>>> w = tape.tensor(np.ones(3), requires_grad=True)
+>>> loss = (np.sin(w) * w).sum()
+>>> loss.backward()
+>>> w.grad                                  # d/dw sum(sin(w) w) = cos(w) w + sin(w)
+array([1.38177329, 1.38177329, 1.38177329])
+"""
+from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
+from . import autograd, linalg, numpy
+from ._state import enable_grad, is_grad_enabled, no_grad
+from ._tensor import Tensor, tensor
+from .functional import grad, value_and_grad, vjp
+from .gradcheck import GradcheckError, gradcheck
+
+__version__ = "0.1.0"
+
+__all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled", "autograd", "numpy",
+           "linalg", "grad", "value_and_grad", "vjp", "gradcheck", "GradcheckError"]

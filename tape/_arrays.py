@@ -1,0 +1,65 @@
+"""Turn a recorded tape's Python lists into the arrays the jitted passes read."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+
+def _pointer_field_offset():
+    """Byte offset of the data pointer inside a NumPy array object, or None if unknown.
+
+    Reading the pointer from the object (one jitted loop over all arrays) is ~20x faster than
+    ``ndarray.ctypes.data`` per array; the layout is checked here against ctypes, once.
+    """
+    import ctypes
+    import sys
+
+    if sys.implementation.name != "cpython":
+        return None
+    off = object.__basicsize__  # PyObject_HEAD, then `char *data` in PyArrayObject
+    probe = [np.arange(3.0), np.zeros((2, 2))[1:]]
+    for a in probe:
+        if ctypes.c_void_p.from_address(id(a) + off).value != a.ctypes.data:
+            return None
+    return off
+
+
+_FIELD = _pointer_field_offset()
+
+
+def data_pointers(arrays) -> np.ndarray:
+    out = np.empty(len(arrays), np.int64)
+    if not arrays:
+        return out
+    if _FIELD is None:
+        for j, a in enumerate(arrays):
+            out[j] = a.ctypes.data
+        return out
+    import jit
+
+    ids = np.fromiter(map(id, arrays), np.int64, len(arrays))
+    jit.data_pointers(ids, _FIELD, out)
+    return out
+
+
+def build_arrays(t):
+    n = len(t.sv)
+    R = np.array(t.rows, dtype=np.int64).reshape(n, 4)
+    S = np.array(t.side, dtype=np.int64).reshape(-1, 3)
+    sv = np.array(t.sv, dtype=np.float64)
+    IA = np.concatenate(t.ia) if t.ia else np.zeros(1, np.int64)
+    FA = np.concatenate(t.fa) if t.fa else np.zeros(1, np.float64)
+    side_slot = np.empty(len(S), np.int64)
+    has_side = R[:, 3] >= 0
+    side_slot[R[has_side, 3]] = np.flatnonzero(has_side)
+    arr_side = np.array([j for j, v in enumerate(t.av) if v is not None], dtype=np.int64)
+    arr_slot = side_slot[arr_side]
+    size = np.ones(n, np.int64)
+    size[arr_slot] = S[arr_side, 0]
+    VA = sv.ctypes.data + 8 * np.arange(n, dtype=np.int64)
+    VA[arr_slot] = data_pointers([t.av[j] for j in arr_side])
+    is_array = np.zeros(n, bool)
+    is_array[arr_slot] = True
+    return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size,
+                           is_array=is_array, code=R[:, 0] & 255)

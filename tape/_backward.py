@@ -1,0 +1,175 @@
+"""The backward driver: plans a reverse sweep over one or more tapes and runs it.
+
+Per tape: a jitted need pass marks the rows on a path from a source (a leaf, a requested input
+or a link to an older tape) to a root; the adjoint arena is allocated for the live slots only;
+the jitted sweep runs between escape rows (NumPy reverse rules for BLAS/LAPACK), and the adjoints
+of leaves and links are handed on: to ``.grad``, to the caller, or to the older tape's sweep.
+Tapes are processed newest first, since links only point to older tapes.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+import jit
+from jit.table import OPCODE, TABLE
+
+BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or to read values that were freed "
+    "after the first backward). The recorded values are released after .backward() or "
+    "autograd.grad(); pass retain_graph=True to the first call if you need to backward again.")
+
+# Rows whose reverse rule never reads an operand's value: a leaf modified in place after
+# recording is harmless when only these rows consume it.
+_VALUE_FREE = {OPCODE[n] for n in ("add", "subtract", "neg", "copy", "sum", "cumsum", "gather",
+                                   "scatter", "where")}
+
+
+def run(roots, seeds, inputs=None, retain_graph=False):
+    """Sweep from `roots` (tensors) seeded with `seeds` (arrays of the roots' shapes).
+
+    With `inputs` None, leaf gradients accumulate into ``.grad``. Otherwise returns a list with
+    the gradient of each input (None where no path reaches it).
+    """
+    want = None if inputs is None else {id(x): i for i, x in enumerate(inputs)}
+    out = None if inputs is None else [None] * len(inputs)
+    pending = {}  # tape id -> (tape, [(slot, seed)])
+
+    def deliver_leaf(leaf, g):
+        if want is None:
+            m = leaf._meta
+            if m.grad is None:
+                m.grad = np.array(g, dtype=np.float64).reshape(leaf.shape)
+            else:
+                m.grad += np.reshape(g, leaf.shape)
+        else:
+            i = want.get(id(leaf))
+            if i is not None:
+                out[i] = g.copy() if out[i] is None else out[i] + g
+
+    for r, s in zip(roots, seeds):
+        if not r._rg:
+            raise RuntimeError("element of the outputs does not require grad and has no recorded "
+                               "history: nothing to differentiate (did you build it under "
+                               "no_grad, or from inputs that do not require grad?)")
+        if r.is_leaf:
+            deliver_leaf(r, np.reshape(np.array(s, dtype=np.float64), r.shape))
+            continue
+        pending.setdefault(r._tape.id, (r._tape, []))[1].append((r._slot, s))
+    heap = [-k for k in pending]
+    heapq.heapify(heap)
+    while heap:
+        tid = -heapq.heappop(heap)
+        t, tape_seeds = pending.pop(tid)
+        for link_tape, slot, g in _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf,
+                                              retain_graph):
+            if link_tape.id not in pending:
+                pending[link_tape.id] = (link_tape, [])
+                heapq.heappush(heap, -link_tape.id)
+            pending[link_tape.id][1].append((slot, g))
+    return out
+
+
+def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
+    if t.released:
+        raise RuntimeError(BACKWARD_TWICE)
+    A = t.build()
+    n = len(A.sv)
+    src = np.zeros(n, np.uint8)
+    for slot, (leaf, _) in t.leaves.items():
+        if want is None or id(leaf) in want:
+            src[slot] = 1
+    for slot in t.links:
+        src[slot] = 1  # conservatively: the older tape decides exactly
+    if want is not None:
+        for x in inputs:
+            if x._tape is t and x._meta is None:
+                src[x._slot] = 1
+    root = np.zeros(n, np.uint8)
+    for slot, _ in tape_seeds:
+        root[slot] = 1
+    live = np.zeros(n, np.uint8)
+    need = np.zeros(n, np.uint8)
+    jit.need_pass(A.R, src, root, live, need)
+    if (t.freed & (need != 0)).any():
+        raise RuntimeError(BACKWARD_TWICE)
+    _check_versions(t, A, live, need)
+
+    # adjoint arena: 0-d slots at G[slot]; live array slots packed after them
+    GO = np.arange(n, dtype=np.int64)
+    arr = np.flatnonzero(A.is_array & (live != 0))
+    sizes = A.size[arr]
+    starts = n + np.cumsum(sizes) - sizes
+    GO[arr] = starts
+    G = np.zeros(n + int(sizes.sum()))
+    for slot, s in tape_seeds:
+        o = GO[slot]
+        G[o:o + A.size[slot]] += np.reshape(s, -1)
+
+    hi = n
+    for e in sorted((s for s in t.escapes if need[s]), reverse=True):
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, e + 1, hi)
+        _run_escape(t, A, e, G, GO, need[e])
+        hi = e
+    jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, hi)
+
+    def adjoint(slot, shape):
+        o = GO[slot]
+        return G[o:o + A.size[slot]].reshape(shape).copy()
+
+    for slot, (leaf, _) in t.leaves.items():
+        if live[slot]:
+            deliver_leaf(leaf, adjoint(slot, leaf.shape))
+    if want is not None:
+        for x in inputs:
+            if x._tape is t and x._meta is None and live[x._slot]:
+                i = want[id(x)]
+                g = adjoint(x._slot, x.shape)
+                out[i] = g if out[i] is None else out[i] + g
+    links = [(x._tape, x._slot, adjoint(slot, x.shape)) for slot, x in t.links.items()
+             if live[slot]]
+    if not retain_graph:
+        t.freed |= need != 0
+        t.freed[root != 0] = 1
+        if t.freed[A.R[:, 1] >= 0].all():
+            t.release()
+    return links
+
+
+def _check_versions(t, A, live, need):
+    for slot, (leaf, version) in t.leaves.items():
+        if not live[slot] or leaf._meta is None or leaf._meta.version == version:
+            continue
+        R = A.R
+        users = np.flatnonzero(((R[:, 1] == slot) & ((need & 1) != 0))
+                               | ((R[:, 2] == slot) & ((need & 2) != 0)))
+        readers = [u for u in users if A.code[u] not in _VALUE_FREE]
+        if not readers:
+            continue
+        op = TABLE[A.code[readers[0]]].name
+        raise RuntimeError(
+            f"one of the values needed for gradient computation has been modified by an in-place "
+            f"operation: the leaf tensor of shape {leaf.shape} used by op '{op}' is at version "
+            f"{leaf._meta.version}; expected version {version}. Compute the gradient before "
+            f"updating the tensor in place, or record again after the update.")
+
+
+def _run_escape(t, A, slot, G, GO, nd):
+    """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments."""
+    R = A.R
+    p = TABLE[A.code[slot]]
+    sa, sb = int(R[slot, 1]), int(R[slot, 2])
+    sha, shb, shy = t.escapes[slot]
+    o = GO[slot]
+    g = G[o:o + A.size[slot]].reshape(shy)
+    y = np.reshape(t.value(slot), shy)
+    a = np.reshape(t.value(sa), sha)
+    b = np.reshape(t.value(sb), shb) if sb >= 0 else None
+    ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2))
+    if nd & 1:
+        oa = GO[sa]
+        G[oa:oa + A.size[sa]] += np.reshape(ga, -1)
+    if nd & 2:
+        ob = GO[sb]
+        G[ob:ob + A.size[sb]] += np.reshape(gb, -1)

@@ -1,0 +1,554 @@
+"""Recording: run an op eagerly with NumPy and append its row, one function per family.
+
+Everything the kernels should not have to think about is settled here, once, while recording:
+dtype (float64 only), broadcasting (an explicit gather row unless an operand has one element),
+axes (reductions see a (P, R, Q) view), contiguity (values are C-contiguous), and constants
+(copied in, so later mutation by the user cannot change a gradient).
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from jit.table import HELPERS, OPCODE, TABLE
+
+from ._state import state
+from ._tape import CONST, LEAF, LINK, MAX_ROWS, Tape, current_tape
+
+Tensor = None  # bound by _tensor.py (the class needs this module and this module the class)
+
+GATHER = OPCODE["gather"]
+SCATTER = OPCODE["scatter"]
+WHERE = OPCODE["where"]
+MATMUL = OPCODE["matmul"]
+MATMUL_BLAS = OPCODE["matmul_blas"]
+COPY = OPCODE["copy"]
+BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS between segments
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalar forward functions for 0-d values (Python floats), built from the same formulas as the
+# kernels; NumPy takes over where Python's float semantics differ (x/0, overflow, domain).
+
+
+def _python_scalar_namespace():
+    ns = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
+    ns.update(LN2=math.log(2.0), LN10=math.log(10.0), njit=lambda **kw: (lambda f: f))
+    exec(HELPERS, ns)  # the same helper source the kernels use, as plain Python
+    return ns
+
+
+def _scalar_fn(p, ns):
+    args = "x" if p.family == "unary" else "a, b"
+    f = eval(f"lambda {args}: {p.f}", ns)
+    ufunc = p.ufunc
+
+    def fn(*v):
+        try:
+            y = f(*v)
+            if type(y) is float:
+                return y
+        except (ArithmeticError, ValueError):
+            pass
+        return float(ufunc(*v))
+
+    return fn
+
+
+def _scalar_table():
+    ns = _python_scalar_namespace()
+    fns = [None] * len(TABLE)
+    for code, p in enumerate(TABLE):
+        if p.family in ("unary", "binary"):
+            fns[code] = _scalar_fn(p, ns)
+    # float arithmetic that cannot raise: call the operator directly
+    fns[OPCODE["add"]] = operator.add
+    fns[OPCODE["subtract"]] = operator.sub
+    fns[OPCODE["multiply"]] = operator.mul
+    fns[OPCODE["neg"]] = operator.neg
+    return fns
+
+
+SCALAR = _scalar_table()
+
+
+# ---------------------------------------------------------------------------------------------
+# Values and slots
+
+
+def check_dtype(y, what):
+    """Turn a NumPy result into a canonical value: a float for 0-d, else a float64 array."""
+    if type(y) is np.ndarray:
+        if y.dtype != np.float64:
+            if y.dtype.kind in "biu":
+                y = y.astype(np.float64)
+            else:
+                raise TypeError(f"{what}: tapejit differentiates float64 values; got dtype {y.dtype}"
+                                " (complex and object arrays are not supported)")
+        if y.ndim == 0:
+            return float(y)
+        if not y.flags.c_contiguous:
+            y = np.ascontiguousarray(y)
+        return y
+    if type(y) is float:
+        return y
+    if isinstance(y, (np.floating, np.integer, np.bool_, int, bool)):
+        return float(y)
+    if isinstance(y, (complex, np.complexfloating)):
+        raise TypeError(f"{what}: complex values are not supported")
+    return check_dtype(np.asarray(y), what)
+
+
+def constant(x, what="constant"):
+    """Canonical copy of a constant operand (Python scalar, NumPy array, nested list)."""
+    if type(x) is float:
+        return x
+    if isinstance(x, (int, np.integer, np.floating, np.bool_)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"{what}: unsupported dtype {x.dtype}; tapejit works in float64 "
+                            "(complex and object arrays are not supported)")
+        if x.ndim == 0:
+            return float(x)
+        return np.array(x, dtype=np.float64, order="C", copy=True)
+    if isinstance(x, (complex, np.complexfloating)):
+        raise TypeError(f"{what}: complex values are not supported")
+    return constant(np.asarray(x), what)
+
+
+def is_operand(x):
+    """Types that may take part in an op with a tensor (others get NotImplemented)."""
+    return (type(x) is Tensor or isinstance(x, (int, float, np.ndarray, np.number, np.bool_, list,
+                                                 tuple)))
+
+
+def raw(x):
+    """The value of an operand for NumPy (no copy): a tensor's value or the object itself."""
+    return x._v if type(x) is Tensor else x
+
+
+def _import(t: Tape, x) -> int:
+    """Slot standing for tensor x in tape t: a leaf row, a link to an older tape, or a constant."""
+    if not x._rg:
+        return t.const(x._v)
+    if x._meta is not None:  # a leaf: referenced by buffer, version checked at backward
+        slot = t.row(LEAF, -1, -1, x._v, x._v.size)
+        t.leaves[slot] = (x, x._meta.version)
+        x._tape = t
+        x._slot = slot
+        return slot
+    key = ("link", x._tape.id, x._slot)  # the source row, not the (rebindable) tensor object
+    slot = t.index_cache.get(key)
+    if slot is None:
+        v = x._v
+        slot = t.row(LINK, -1, -1, v, 1 if type(v) is float else v.size)
+        t.links[slot] = x
+        t.index_cache[key] = slot
+    return slot
+
+
+def slot_in(t: Tape, x) -> int:
+    if type(x) is Tensor:
+        if x._tape is t:
+            return x._slot
+        return _import(t, x)
+    return t.const(constant(x))
+
+
+def result(value, t, slot):
+    r = Tensor.__new__(Tensor)
+    r._v = value
+    r._tape = t
+    r._slot = slot
+    r._rg = True
+    r._meta = None
+    return r
+
+
+def plain(value):
+    r = Tensor.__new__(Tensor)
+    r._v = value
+    r._tape = None
+    r._slot = -1
+    r._rg = False
+    r._meta = None
+    return r
+
+
+def recording(*xs) -> bool:
+    if not state.grad:
+        return False
+    for x in xs:
+        if type(x) is Tensor and x._rg:
+            return True
+    return False
+
+
+def _size(v):
+    return 1 if type(v) is float else v.size
+
+
+def _shape(v):
+    return () if type(v) is float else v.shape
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+
+
+def unary(code, x):
+    xv = x._v
+    if type(xv) is float:
+        y = SCALAR[code](xv)
+        if x._rg and state.grad:
+            t = state.tape
+            if t is None:
+                t = current_tape()
+            sx = x._slot if x._tape is t else _import(t, x)
+            slot = len(t.sv)
+            t.sv.append(y)
+            t.rows.extend((code, sx, -1, -1))
+            if slot >= MAX_ROWS:
+                t.seal()
+            return result(y, t, slot)
+        return plain(y)
+    y = check_dtype(TABLE[code].ufunc(xv), TABLE[code].name)
+    if x._rg and state.grad:
+        t = current_tape()
+        return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y)))
+    return plain(y)
+
+
+def binary(code, a, b):
+    if type(a) is Tensor:
+        av = a._v
+        ra = a._rg
+    else:
+        av = a
+        ra = False
+    if type(b) is Tensor:
+        bv = b._v
+        rb = b._rg
+    else:
+        bv = b
+        rb = False
+    if type(av) is float and type(bv) is float:
+        y = SCALAR[code](av, bv)
+        if (ra or rb) and state.grad:
+            t = state.tape
+            if t is None:
+                t = current_tape()
+            sa = a._slot if (ra and a._tape is t) else slot_in(t, a)
+            sb = b._slot if (rb and b._tape is t) else slot_in(t, b)
+            slot = len(t.sv)
+            t.sv.append(y)
+            t.rows.extend((code, sa, sb, -1))
+            if slot >= MAX_ROWS:
+                t.seal()
+            return result(y, t, slot)
+        return plain(y)
+    p = TABLE[code]
+    y = check_dtype(p.ufunc(av, bv), p.name)
+    if not ((ra or rb) and state.grad):
+        return plain(y)
+    t = current_tape()
+    n = _size(y)
+    shape = _shape(y)
+    sa, fa = _operand(t, a, shape, n)
+    sb, fb = _operand(t, b, shape, n)
+    return result(y, t, t.row(code | (fa << 8) | (fb << 9), sa, sb, y, n))
+
+
+def _operand(t, x, shape, n):
+    """Slot of an elementwise operand and its broadcast flag (1: one element, read for all)."""
+    xv = raw(x)
+    size = 1 if isinstance(xv, (float, int)) else np.size(xv)
+    if size == n:
+        return slot_in(t, x), 0
+    if size == 1:
+        return slot_in(t, x), 1
+    return broadcast_slot(t, x, shape), 0
+
+
+def broadcast_slot(t, x, shape):
+    """Slot holding x broadcast to `shape` (a gather row if x needs grad, else a constant)."""
+    if not (type(x) is Tensor and x._rg):
+        return t.const(constant(np.broadcast_to(raw(x), shape)))
+    xv = x._v
+    xshape = _shape(xv)
+    value = np.broadcast_to(xv, shape).copy()
+    key = ("broadcast", xshape, shape)
+    off = t.index_cache.get(key)
+    if off is None:
+        idx = np.broadcast_to(np.arange(_size(xv)).reshape(xshape), shape)
+        off = t.index_cache[key] = t.add_ints(idx)
+    return t.row(GATHER, slot_in(t, x), -1, value, value.size, off)
+
+
+def where(mask, a, b):
+    mask = np.asarray(raw(mask)).astype(bool)
+    av, bv = raw(a), raw(b)
+    y = check_dtype(np.where(mask, av, bv), "where")
+    if not recording(a, b):
+        return plain(y)
+    t = current_tape()
+    shape = _shape(y)
+    n = _size(y)
+    sa, fa = _operand(t, a, shape, n)
+    sb, fb = _operand(t, b, shape, n)
+    off = t.add_ints(np.broadcast_to(mask, shape))
+    return result(y, t, t.row(WHERE | (fa << 8) | (fb << 9), sa, sb, y, n, off))
+
+
+# ---------------------------------------------------------------------------------------------
+# Index maps: every indexing and shape op is a gather y[i] = x[idx[i]]
+
+
+def index_map(shape, key):
+    """Flat source positions of x[key] for an array of `shape` (any NumPy index)."""
+    return np.arange(math.prod(shape), dtype=np.int64).reshape(shape)[key]
+
+
+def gather(x, idx, cache_key=None):
+    """y = x.ravel()[idx] with the shape of idx (idx an int64 array of flat positions)."""
+    xv = x._v if type(x) is Tensor else constant(x)
+    flat = np.reshape(xv, -1)
+    y = check_dtype(flat[idx], "indexing")
+    if not recording(x):
+        return plain(y)
+    t = current_tape()
+    off = t.index_cache.get(cache_key) if cache_key is not None else None
+    if off is None:
+        off = t.add_ints(idx)
+        if cache_key is not None:
+            t.index_cache[cache_key] = off
+    return result(y, t, t.row(GATHER, slot_in(t, x), -1, y, _size(y), off))
+
+
+def getitem(x, key):
+    key = _plain_key(key)
+    shape = _shape(x._v)
+    idx = index_map(shape, key)
+    if not isinstance(idx, np.ndarray):
+        idx = np.asarray(idx, dtype=np.int64)
+    return gather(x, idx)
+
+
+def _plain_key(key):
+    """Index keys may hold tensors without grad (e.g. from argmax); use their values."""
+    if type(key) is tuple:
+        return tuple(_plain_key(k) for k in key)
+    if type(key) is Tensor:
+        v = key._v
+        if type(v) is float:
+            if v != int(v):
+                raise IndexError("only integers, slices, None, Ellipsis and integer or boolean "
+                                 f"arrays are valid indices (got the float tensor value {v})")
+            return int(v)
+        return v.astype(np.int64)
+    if type(key) is list:
+        return np.asarray(key)
+    return key
+
+
+def setitem(x, key, v):
+    """Functionalized x[key] = v: a scatter row, x rebound to the result."""
+    key = _plain_key(key)
+    xv = x._v
+    shape = _shape(xv)
+    pos = np.asarray(index_map(shape, key), dtype=np.int64)
+    vv = raw(v)
+    y = np.array(xv, dtype=np.float64, copy=True) if shape else np.array(xv, dtype=np.float64)
+    try:
+        y[key] = vv
+    except ValueError as e:
+        raise ValueError(f"item assignment: {e} (value shape {np.shape(vv)}, "
+                         f"target shape {pos.shape})") from None
+    y = check_dtype(y, "item assignment")
+    if not recording(x, v):
+        return plain(y)
+    t = current_tape()
+    m = pos.size
+    flat_pos = pos.reshape(-1)
+    win = np.zeros(m, np.int64)  # last write wins, as in NumPy
+    if m:
+        _, last = np.unique(flat_pos[::-1], return_index=True)
+        win[m - 1 - last] = 1
+    if type(v) is Tensor and v._rg:
+        sv_ = broadcast_slot(t, v, pos.shape) if _size(v._v) != m or _shape(v._v) != pos.shape \
+            else slot_in(t, v)
+    else:
+        sv_ = t.const(constant(np.broadcast_to(vv, pos.shape)))
+    off = t.add_ints(np.concatenate(([m], flat_pos, win)))
+    return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
+
+
+def reshape(x, shape):
+    xv = x._v
+    y = np.reshape(xv, shape)
+    y = float(y) if y.ndim == 0 else y
+    if not recording(x):
+        return plain(y if type(y) is float else y.copy())
+    if type(y) is not float and type(xv) is not float:
+        y = y.copy()  # its own buffer: the copy row's value must not alias a leaf's buffer
+    t = current_tape()
+    return result(y, t, t.row(COPY, slot_in(t, x), -1, y, _size(y)))
+
+
+def transpose(x, axes=None):
+    xv = x._v
+    if type(xv) is float:
+        return x
+    nd = xv.ndim
+    axes = tuple(reversed(range(nd))) if axes is None else normalize_axes(axes, nd, sort=False)
+    if len(axes) != nd or sorted(axes) != list(range(nd)):
+        raise ValueError(f"axes {axes} don't match array of {nd} dimensions")
+    if axes == tuple(range(nd)):
+        return x
+    key = ("transpose", xv.shape, axes)
+    idx = np.arange(xv.size, dtype=np.int64).reshape(xv.shape).transpose(axes).copy()
+    return gather(x, idx, cache_key=key)
+
+
+def normalize_axes(axis, ndim, sort=True):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        a = operator.index(a)
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out)) if sort else tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and scans over the middle axis of a (P, R, Q) view
+
+
+def _prq(x, axes):
+    """Move reduced axes to a contiguous block if needed; return (x', P, R, Q)."""
+    shape = _shape(x._v)
+    nd = len(shape)
+    if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
+        keep = tuple(i for i in range(nd) if i not in axes)
+        x = transpose(x, keep + axes)
+        shape = _shape(x._v)
+        axes = tuple(range(len(keep), nd))
+    if not axes:
+        return x, math.prod(shape), 1, 1
+    P = math.prod(shape[: axes[0]])
+    R = math.prod(shape[axes[0]: axes[-1] + 1])
+    Q = math.prod(shape[axes[-1] + 1:])
+    return x, P, R, Q
+
+
+def reduce(name, x, axis=None, keepdims=False):
+    code = OPCODE[name]
+    if type(x) is not Tensor:
+        x = plain(constant(x))
+    xv = x._v
+    nd = 0 if type(xv) is float else xv.ndim
+    axes = normalize_axes(axis, nd)
+    y = check_dtype(TABLE[code].ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
+    if not recording(x):
+        return plain(y)
+    xs, P, R, Q = _prq(x, axes)
+    t = current_tape()
+    off = t.add_ints((P, R, Q))
+    return result(y, t, t.row(code, slot_in(t, xs), -1, y, _size(y), off))
+
+
+def scan(name, x, axis=None):
+    code = OPCODE[name]
+    if type(x) is not Tensor:
+        x = plain(constant(x))
+    if axis is None:
+        x = reshape(x, -1)
+        axis = 0
+    xv = x._v
+    nd = 0 if type(xv) is float else xv.ndim
+    (ax,) = normalize_axes(axis, nd)
+    y = check_dtype(TABLE[code].ufunc(xv, axis=ax) if nd else TABLE[code].ufunc(xv), name)
+    if not recording(x):
+        return plain(y)
+    shape = _shape(xv)
+    P, R, Q = math.prod(shape[:ax]), (shape[ax] if nd else 1), math.prod(shape[ax + 1:])
+    t = current_tape()
+    off = t.add_ints((P, R, Q))
+    return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y), off))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bilinear and escapes
+
+
+def matmul(a, b):
+    av, bv = raw(a), raw(b)
+    if type(a) is not Tensor:
+        av = constant(av)
+    if type(b) is not Tensor:
+        bv = constant(bv)
+    if np.ndim(av) == 0 or np.ndim(bv) == 0:
+        raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
+                         "are not allowed; use * for scalars)")
+    try:
+        y = np.matmul(av, bv)
+    except ValueError as e:
+        raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
+    y = check_dtype(y, "matmul")
+    if not recording(a, b):
+        return plain(y)
+    # canonical shapes: a (..., M, K), b (..., K, N); 1-D operands are a row / column
+    sa_shape = (1,) + av.shape if av.ndim == 1 else av.shape
+    sb_shape = bv.shape + (1,) if bv.ndim == 1 else bv.shape
+    M, K = sa_shape[-2:]
+    N = sb_shape[-1]
+    batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
+    B = math.prod(batch)
+    t = current_tape()
+    a_in, ba = _batch_operand(t, a, sa_shape, batch, B)
+    b_in, bb = _batch_operand(t, b, sb_shape, batch, B)
+    if B * M * K * N > BLAS_FLOPS:
+        slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
+        ya_shape = batch + (M, K) if ba else (M, K)
+        yb_shape = batch + (K, N) if bb else (K, N)
+        t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N))
+        return result(y, t, slot)
+    off = t.add_ints((B, M, K, N, ba, bb))
+    return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
+
+
+def _batch_operand(t, x, shape, batch, B):
+    """Slot of a matmul operand and whether it carries the batch (0: shared by every batch)."""
+    own = math.prod(shape[:-2])
+    if own == 1:
+        return slot_in(t, x), 0
+    if shape[:-2] == batch:
+        return slot_in(t, x), 1
+    full = batch + shape[-2:]
+    if type(x) is Tensor and x._rg:
+        xr = reshape(x, shape) if _shape(x._v) != shape else x
+        return broadcast_slot(t, xr, full), 1
+    return t.const(constant(np.broadcast_to(np.reshape(raw(x), shape), full))), 1
+
+
+def escape(name, value, a, b=None, shapes=None):
+    """Record a row whose reverse rule is NumPy code (see the table's escape family)."""
+    y = check_dtype(value, name)
+    if not recording(a, b):
+        return plain(y)
+    t = current_tape()
+    sa = slot_in(t, a)
+    sb = slot_in(t, b) if b is not None else -1
+    slot = t.row(OPCODE[name], sa, sb, y, _size(y))
+    t.escapes[slot] = shapes or (_shape(raw(a)), _shape(raw(b)) if b is not None else None,
+                                 _shape(y))
+    return result(y, t, slot)

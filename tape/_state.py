@@ -1,0 +1,55 @@
+"""Per-thread recording state: the current tape and whether gradients are recorded."""
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.tape = None  # the tape new rows go to; None until the first recorded op
+        self.grad = True  # False inside no_grad()
+
+
+state = _State()
+
+
+class _GradMode:
+    __slots__ = ("_enabled", "_prev")
+
+    def __init__(self, enabled):
+        self._enabled = enabled
+
+    def __enter__(self):
+        self._prev = state.grad
+        state.grad = self._enabled
+        return self
+
+    def __exit__(self, *exc):
+        state.grad = self._prev
+        return False
+
+    def __call__(self, fn):  # usable as a decorator too
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with type(self)(self._enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def no_grad():
+    """Context manager (or decorator) in which operations are not recorded.
+
+    >>> with tape.no_grad():
+    ...     w -= 0.1 * w.grad      # an optimiser step: updates the leaf in place
+    """
+    return _GradMode(False)
+
+
+def enable_grad():
+    """Context manager (or decorator) that turns recording back on inside ``no_grad``."""
+    return _GradMode(True)
+
+
+def is_grad_enabled() -> bool:
+    return state.grad

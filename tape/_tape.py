@@ -1,0 +1,125 @@
+"""The tape: a struct of arrays recorded by eager operations.
+
+One row per slot (every value has exactly one producing row, so slot id == row index). While
+recording, rows go to flat Python lists (one ``extend`` per op is the cheapest way to record from
+Python); ``build()`` turns them into the NumPy arrays the jitted passes read, once, when the tape
+is first swept. Values stay where NumPy put them: 0-d values are Python floats (collected into one
+float64 array at build), arrays are referenced by address, so recording never copies a value.
+
+A tape stops taking rows ("sealed") when a backward runs over it or when it grows past
+``MAX_ROWS``; later ops go to a new tape and reach older tensors through ``link`` rows. A tape
+lives as long as a tensor recorded on it (or a newer tape linking to it) lives.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from jit.table import OPCODE
+
+from ._state import state
+
+CONST = OPCODE["const"]
+LEAF = OPCODE["leaf"]
+LINK = OPCODE["link"]
+MAX_ROWS = 1 << 20  # roll over to a new tape past this many rows (bounds memory of long runs)
+
+_ids = itertools.count()
+
+
+class Tape:
+    __slots__ = ("id", "rows", "sv", "side", "av", "ia", "ia_len", "fa", "fa_len", "leaves",
+                 "links", "escapes", "index_cache", "sealed", "built", "freed", "released",
+                 "__weakref__")
+
+    def __init__(self):
+        self.id = next(_ids)
+        self.rows = []  # flat (code, a, b, side) per slot; side -1 for a 0-d row of 0-d operands
+        self.sv = []  # per slot: the 0-d value as a Python float (0.0 for array slots)
+        self.side = []  # flat (n, ia offset, fa offset) per side row
+        self.av = []  # per side row: the array value, or None when the value is 0-d (in sv)
+        self.ia = []  # int64 attribute chunks (shapes, index maps, masks)
+        self.ia_len = 0
+        self.fa = []  # float64 attribute chunks
+        self.fa_len = 0
+        self.leaves = {}  # slot -> (leaf tensor, its version when recorded)
+        self.links = {}  # slot -> tensor of an older tape that this slot stands for
+        self.escapes = {}  # slot -> shapes (a, b, y) for rows whose reverse rule runs in NumPy
+        self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
+        self.sealed = False
+        self.built = None
+        self.freed = None  # per row: 1 after a backward without retain_graph swept it
+        self.released = False
+
+    def __len__(self):
+        return len(self.sv)
+
+    # -- recording ------------------------------------------------------------------------
+    def add_ints(self, data) -> int:
+        """Append int64 attribute data; returns its offset."""
+        arr = np.ascontiguousarray(data, dtype=np.int64).ravel()
+        off = self.ia_len
+        self.ia.append(arr)
+        self.ia_len += arr.size
+        return off
+
+    def row(self, code, a, b, value, n, iat=0, fat=0) -> int:
+        """Append a general row (one with a side row) whose result is ``value``."""
+        slot = len(self.sv)
+        k = len(self.av)
+        if type(value) is float:
+            self.sv.append(value)
+            self.av.append(None)
+        else:
+            self.sv.append(0.0)
+            self.av.append(value)
+        self.rows.extend((code, a, b, k))
+        self.side.extend((n, iat, fat))
+        if slot >= MAX_ROWS:
+            self.seal()
+        return slot
+
+    def const(self, value) -> int:
+        """A constant slot (value already canonical: float or C-contiguous float64 array)."""
+        if type(value) is float:
+            slot = len(self.sv)
+            self.sv.append(value)
+            self.rows.extend((CONST, -1, -1, -1))
+            return slot
+        return self.row(CONST, -1, -1, value, value.size)
+
+    def value(self, slot):
+        k = self.rows[4 * slot + 3]
+        if k < 0 or self.av[k] is None:
+            return self.sv[slot]
+        return self.av[k]
+
+    def seal(self):
+        self.sealed = True
+        if state.tape is self:
+            state.tape = None
+
+    # -- arrays for the jitted passes ---------------------------------------------------------
+    def build(self):
+        """The tape as arrays (built once; the tape is read-only from here on)."""
+        if self.built is None:
+            self.seal()
+            from ._arrays import build_arrays
+
+            self.built = build_arrays(self)
+            self.freed = np.zeros(len(self.sv), np.uint8)
+        return self.built
+
+    def release(self):
+        """Drop the values once every row has been swept without retain_graph."""
+        self.sv = self.av = self.ia = self.fa = None
+        self.built = None
+        self.released = True
+
+
+def current_tape() -> Tape:
+    t = state.tape
+    if t is None:
+        t = state.tape = Tape()
+    return t

@@ -1,0 +1,359 @@
+"""The Tensor: a NumPy value plus where it lives on the tape."""
+from __future__ import annotations
+
+import numpy as np
+
+from jit.table import OPCODE
+
+from . import _record
+from ._record import binary, is_operand, plain, unary
+from ._state import state
+
+
+class _LeafMeta:
+    """What only leaves carry: the accumulated gradient and the buffer's version counter."""
+
+    __slots__ = ("grad", "version")
+
+    def __init__(self):
+        self.grad = None
+        self.version = 0
+
+
+def _binop(name, reflected=False):
+    code = OPCODE[name]
+    if reflected:
+        def op(self, other):
+            if type(other) is float or is_operand(other):
+                return binary(code, other, self)
+            return NotImplemented
+    else:
+        def op(self, other):
+            if type(other) is Tensor or type(other) is float or is_operand(other):
+                return binary(code, self, other)
+            return NotImplemented
+    op.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return op
+
+
+def _inplace(name):
+    code = OPCODE[name]
+    ufunc = _record.TABLE[code].ufunc
+
+    def op(self, other):
+        if not (type(other) is Tensor or is_operand(other)):
+            return NotImplemented
+        if self._meta is not None and self._rg:
+            if state.grad:
+                raise RuntimeError(
+                    f"a leaf tensor that requires grad is being used in an in-place operation "
+                    f"({name}). Wrap optimiser steps in `with tape.no_grad():`, or use "
+                    f"`x = x {_SYMBOL.get(name, name)} y` to create a new tensor.")
+            ov = other._v if type(other) is Tensor else other
+            ufunc(self._v, ov, out=self._v)
+            self._meta.version += 1
+            return self
+        r = binary(code, self, other)
+        self._rebind(r)
+        return self
+
+    op.__name__ = f"__i{name}__"
+    return op
+
+
+_SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
+
+
+class Tensor:
+    """A float64 array (or scalar) that records the operations applied to it.
+
+    >>> w = tape.tensor(np.ones(3), requires_grad=True)
+    >>> loss = (np.sin(w) * w).sum()
+    >>> loss.backward()
+    >>> w.grad
+    array([1.38177329, 1.38177329, 1.38177329])
+    """
+
+    __slots__ = ("_v", "_tape", "_slot", "_rg", "_meta", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers binary operators with ndarrays to us
+
+    # -- construction ---------------------------------------------------------------------------
+    def __init__(self, data, requires_grad=False):
+        v = _record.constant(data.detach()._v if type(data) is Tensor else data, "tensor")
+        if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biu" \
+                and requires_grad:
+            raise TypeError(f"only floating point tensors can require gradients; got dtype "
+                            f"{data.dtype}. Use tape.tensor(x.astype(float), requires_grad=True).")
+        self._v = v
+        self._tape = None
+        self._slot = -1
+        self._rg = False
+        self._meta = None
+        if requires_grad:
+            self.requires_grad = True
+
+    def _rebind(self, r):
+        self._v = r._v
+        self._tape = r._tape
+        self._slot = r._slot
+        self._rg = r._rg
+
+    # -- attributes -----------------------------------------------------------------------------
+    @property
+    def shape(self):
+        v = self._v
+        return () if type(v) is float else v.shape
+
+    @property
+    def ndim(self):
+        v = self._v
+        return 0 if type(v) is float else v.ndim
+
+    @property
+    def size(self):
+        v = self._v
+        return 1 if type(v) is float else v.size
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float64)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._v.shape[0]
+
+    @property
+    def requires_grad(self):
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        flag = bool(flag)
+        if flag == self._rg:
+            return
+        if not self.is_leaf:
+            raise RuntimeError("you can only change requires_grad of leaf tensors; use "
+                               "t.detach() to get a leaf that shares no history")
+        if flag:
+            v = self._v
+            self._v = np.array(v, dtype=np.float64)  # leaves own a buffer (even when 0-d)
+            self._meta = _LeafMeta()
+        else:
+            self._meta = None
+            self._v = float(self._v) if self._v.ndim == 0 else self._v
+        self._rg = flag
+        self._tape = None
+        self._slot = -1
+
+    @property
+    def is_leaf(self):
+        return self._meta is not None or not self._rg
+
+    @property
+    def grad(self):
+        m = self._meta
+        return None if m is None else m.grad
+
+    @grad.setter
+    def grad(self, value):
+        if self._meta is None:
+            raise RuntimeError("only leaf tensors that require grad hold a .grad")
+        self._meta.grad = None if value is None else np.array(value, dtype=np.float64)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    @property
+    def mT(self):
+        return self.swapaxes(-1, -2)
+
+    def numpy(self):
+        """The value as a read-only NumPy array (use np.array(t.numpy()) for a writable copy)."""
+        v = self._v
+        if type(v) is float:
+            return np.array(v)
+        out = v.view()
+        out.flags.writeable = False
+        return out
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError(f"item(): tensor of shape {self.shape} has {self.size} elements")
+        return float(np.reshape(self._v, -1)[0]) if type(self._v) is not float else self._v
+
+    def tolist(self):
+        return np.asarray(self._v).tolist()
+
+    def detach(self):
+        """A new tensor with the same value and no history (the value is shared read-only)."""
+        v = self._v
+        return plain(v if type(v) is float else self.numpy())
+
+    def copy(self):
+        return _record.reshape(self, self.shape) if self.ndim else +self
+
+    def astype(self, dtype, copy=True):
+        if np.dtype(dtype) != np.float64:
+            raise TypeError(f"tapejit tensors are float64; astype({np.dtype(dtype)}) is not "
+                            "supported (use t.detach().numpy().astype(...) for plain values)")
+        return self.copy() if copy else self
+
+    # -- conversions: Python control flow needs values ----------------------------------------
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        return bool(self.item()) if self.size == 1 else bool(np.asarray(self._v))
+
+    def __index__(self):
+        x = self.item()
+        if x != int(x):
+            raise TypeError(f"only integer-valued tensors can be used as an index (got {x})")
+        return int(x)
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        if self._rg:
+            raise TypeError(
+                "can't convert a tensor that requires grad to a NumPy array: the gradient would "
+                "be lost silently. Use t.detach().numpy() for the values, or call a tape.numpy / "
+                "np.* function that tapejit supports on the tensor itself.")
+        v = np.asarray(self._v)
+        return v.astype(dtype) if dtype is not None else v
+
+    def __repr__(self):
+        body = np.array2string(np.asarray(self._v), separator=", ", prefix="tensor(")
+        extra = ", requires_grad=True" if self._rg and self.is_leaf else ""
+        extra = ", grad_fn" if self._rg and not self.is_leaf else extra
+        return f"tensor({body}{extra})"
+
+    __hash__ = object.__hash__
+
+    # -- arithmetic -----------------------------------------------------------------------------
+    __add__ = _binop("add")
+    __radd__ = _binop("add", True)
+    __sub__ = _binop("subtract")
+    __rsub__ = _binop("subtract", True)
+    __mul__ = _binop("multiply")
+    __rmul__ = _binop("multiply", True)
+    __truediv__ = _binop("divide")
+    __rtruediv__ = _binop("divide", True)
+    __pow__ = _binop("power")
+    __rpow__ = _binop("power", True)
+    __iadd__ = _inplace("add")
+    __isub__ = _inplace("subtract")
+    __imul__ = _inplace("multiply")
+    __itruediv__ = _inplace("divide")
+    __ipow__ = _inplace("power")
+
+    def __neg__(self):
+        return unary(_NEG, self)
+
+    def __pos__(self):
+        return unary(_COPY, self)
+
+    def __abs__(self):
+        return unary(_ABS, self)
+
+    def __matmul__(self, other):
+        return _record.matmul(self, other) if is_operand(other) else NotImplemented
+
+    def __rmatmul__(self, other):
+        return _record.matmul(other, self) if is_operand(other) else NotImplemented
+
+    def __imatmul__(self, other):
+        self._rebind(_record.matmul(self, other))
+        return self
+
+    def __floordiv__(self, other):
+        return plain(_record.check_dtype(np.floor_divide(self._v, _record.raw(other)), "//"))
+
+    def __rfloordiv__(self, other):
+        return plain(_record.check_dtype(np.floor_divide(_record.raw(other), self._v), "//"))
+
+    def __mod__(self, other):
+        from . import _numpy_impl
+
+        return _numpy_impl.mod(self, other)
+
+    def __rmod__(self, other):
+        from . import _numpy_impl
+
+        return _numpy_impl.mod(other, self)
+
+    # comparisons give plain values (NumPy bools), as NumPy users expect
+    def __lt__(self, other):
+        return np.less(self._v, _record.raw(other))
+
+    def __le__(self, other):
+        return np.less_equal(self._v, _record.raw(other))
+
+    def __gt__(self, other):
+        return np.greater(self._v, _record.raw(other))
+
+    def __ge__(self, other):
+        return np.greater_equal(self._v, _record.raw(other))
+
+    def __eq__(self, other):
+        return np.equal(self._v, _record.raw(other))
+
+    def __ne__(self, other):
+        return np.not_equal(self._v, _record.raw(other))
+
+    # -- indexing -------------------------------------------------------------------------------
+    def __getitem__(self, key):
+        return _record.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        if self._meta is not None and self._rg:
+            if state.grad:
+                raise RuntimeError("a leaf tensor that requires grad is being used in an in-place "
+                                   "operation (item assignment). Wrap it in `with tape.no_grad():`"
+                                   " or assign into a copy: y = x.copy(); y[idx] = v.")
+            self._v[_record._plain_key(key)] = _record.raw(value)
+            self._meta.version += 1
+            return
+        self._rebind(_record.setitem(self, key, value))
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # -- NumPy protocols ------------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from ._numpy_impl import array_ufunc
+
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from ._numpy_impl import array_function
+
+        return array_function(func, types, args, kwargs)
+
+    # -- autograd -------------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=False):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (seeded with ``gradient``)."""
+        from .autograd import backward
+
+        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph)
+
+
+_NEG = OPCODE["neg"]
+_COPY = OPCODE["copy"]
+_ABS = OPCODE["abs"]
+_record.Tensor = Tensor
+
+
+def tensor(data, requires_grad=False) -> Tensor:
+    """Make a tensor from array-like data (always copied into a float64 buffer).
+
+    >>> w = tape.tensor([1.0, 2.0], requires_grad=True)
+    """
+    return Tensor(data, requires_grad=requires_grad)

@@ -1,0 +1,134 @@
+"""Functional transforms, JAX/autograd-style: functions in, functions out, NumPy arrays back."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import autograd
+from ._state import state
+from ._tensor import Tensor
+
+
+class _FreshTape:
+    """Record the wrapped call on a tape of its own, in grad mode."""
+
+    def __enter__(self):
+        self.prev = state.tape, state.grad
+        state.tape, state.grad = None, True
+
+    def __exit__(self, *exc):
+        if state.tape is not None:
+            state.tape.seal()
+        state.tape, state.grad = self.prev
+        return False
+
+
+def _argnums(argnums, nargs):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise ValueError(f"argnums {argnums} out of range for {nargs} positional arguments")
+    return tuple(i % nargs for i in nums)
+
+
+def _as_leaf(x, i):
+    v = x.detach()._v if type(x) is Tensor else x
+    arr = np.asarray(v)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"argument {i}: cannot differentiate with respect to dtype {arr.dtype}")
+    return Tensor(np.asarray(arr, dtype=np.float64), requires_grad=True)
+
+
+def _out_value(out):
+    return out.item() if out.ndim == 0 else np.array(out.numpy())
+
+
+def _grad_value(g, x):
+    return np.float64(g) if x.ndim == 0 else g
+
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """``f`` -> a function returning ``(f(*args), gradient)`` (``((value, aux), gradient)``).
+
+    >>> tape.value_and_grad(lambda x: (x ** 2).sum())(np.arange(3.0))
+    (5.0, array([0., 2., 4.]))
+    """
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums, len(args))
+        args = list(args)
+        xs = []
+        for i in nums:
+            args[i] = _as_leaf(args[i], i)
+            xs.append(args[i])
+        with _FreshTape():
+            out = f(*args, **kwargs)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("has_aux=True requires f to return a pair (output, aux)")
+            out, aux = out
+        if type(out) is not Tensor:
+            out = Tensor(out)
+        if out.size != 1:
+            raise TypeError(f"grad requires a scalar output; f returned shape {out.shape} "
+                            "(use tape.vjp or tape.jacrev for non-scalar outputs)")
+        if out.requires_grad:
+            gs = autograd.grad([out], xs, allow_unused=True)
+        else:
+            gs = [None] * len(xs)
+        gs = tuple(_grad_value(np.zeros(x.shape) if g is None else g, x) for g, x in zip(gs, xs))
+        value = out.item()
+        grads = gs[0] if isinstance(argnums, int) else gs
+        return ((value, aux) if has_aux else value), grads
+
+    return wrapper
+
+
+def grad(f, argnums=0, has_aux=False):
+    """``f`` -> a function returning the gradient of scalar ``f`` w.r.t. argument(s) `argnums`.
+
+    >>> tape.grad(lambda x: np.sin(x) * x)(1.0)
+    1.3817732906760363
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapper
+
+
+def vjp(f, *primals, has_aux=False):
+    """``(f(*primals), vjp_fn)``: ``vjp_fn(cotangent)`` returns one gradient per primal.
+
+    >>> out, pullback = tape.vjp(lambda x: x * 2.0, np.ones(3))
+    >>> pullback(np.arange(3.0))
+    (array([0., 2., 4.]),)
+    """
+    xs = [_as_leaf(p, i) for i, p in enumerate(primals)]
+    with _FreshTape():
+        out = f(*xs)
+    aux = None
+    if has_aux:
+        out, aux = out
+    if type(out) is not Tensor:
+        out = Tensor(out)
+    value = _out_value(out)
+
+    def vjp_fn(cotangent):
+        ct = np.asarray(cotangent._v if type(cotangent) is Tensor else cotangent, np.float64)
+        if ct.shape != out.shape:
+            raise ValueError(f"vjp: cotangent shape {ct.shape} does not match output shape "
+                             f"{out.shape}")
+        if not out.requires_grad:
+            return tuple(_grad_value(np.zeros(x.shape), x) for x in xs)
+        gs = autograd.grad([out], xs, grad_outputs=[ct], retain_graph=True, allow_unused=True)
+        return tuple(_grad_value(np.zeros(x.shape) if g is None else g, x)
+                     for g, x in zip(gs, xs))
+
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)

@@ -1,0 +1,71 @@
+"""Finite-difference check of tapejit's gradients, as torch.autograd.gradcheck."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import functional
+
+
+class GradcheckError(RuntimeError):
+    pass
+
+
+def _numerical_jacobian(f, args, i, eps):
+    x0 = np.array(args[i], dtype=np.float64)
+    out0 = np.asarray(_value(f, args), dtype=np.float64)
+    J = np.zeros((out0.size, x0.size))
+    for j in range(x0.size):
+        cols = []
+        for sgn in (1.0, -1.0):
+            x = x0.copy()
+            x.reshape(-1)[j] += sgn * eps
+            a = list(args)
+            a[i] = x
+            cols.append(np.asarray(_value(f, a), dtype=np.float64).reshape(-1))
+        J[:, j] = (cols[0] - cols[1]) / (2 * eps)
+    return J
+
+
+def _value(f, args):
+    from ._state import no_grad
+    from ._tensor import Tensor
+
+    with no_grad():
+        out = f(*[Tensor(np.asarray(a, dtype=np.float64)) for a in args])
+    return out._v if isinstance(out, Tensor) else out
+
+
+def _analytical_jacobian(f, args, i):
+    out, pullback = functional.vjp(f, *args)
+    out = np.asarray(out, dtype=np.float64)
+    J = np.zeros((out.size, np.size(args[i])))
+    for k in range(out.size):
+        ct = np.zeros(out.size)
+        ct[k] = 1.0
+        J[k] = np.reshape(pullback(ct.reshape(out.shape))[i], -1)
+    return J
+
+
+def gradcheck(f, *args, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
+    """Compare reverse-mode Jacobians of ``f`` with central finite differences.
+
+    Every positional argument is differentiated. Returns True, or raises GradcheckError naming
+    the argument, the worst element and both values (returns False with raise_exception=False).
+
+    >>> tape.gradcheck(lambda x: np.sin(x).sum(), np.array([0.1, 0.2]))
+    True
+    """
+    args = [np.asarray(a, dtype=np.float64) for a in args]
+    for i in range(len(args)):
+        num = _numerical_jacobian(f, args, i, eps)
+        ana = _analytical_jacobian(f, args, i)
+        bad = ~np.isclose(ana, num, rtol=rtol, atol=atol, equal_nan=True)
+        if bad.any():
+            k = np.unravel_index(np.argmax(np.where(bad, np.abs(ana - num), -1)), bad.shape)
+            msg = (f"Jacobian mismatch for argument {i} at output {k[0]}, input element {k[1]}:"
+                   f" analytical {ana[k]!r}, numerical {num[k]!r} (eps={eps}, atol={atol}, "
+                   f"rtol={rtol})")
+            if raise_exception:
+                raise GradcheckError(msg)
+            return False
+    return True
