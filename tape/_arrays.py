@@ -45,14 +45,16 @@ def data_pointers(arrays) -> np.ndarray:
 
 def build_arrays(t):
     n = len(t.sv)
-    R = np.array(t.rows, dtype=np.int64).reshape(n, 4)
-    S = np.array(t.side, dtype=np.int64).reshape(-1, 3)
-    sv = np.array(t.sv, dtype=np.float64)
+    R = np.empty((n, 4), np.int64)  # code, a, b, side row (-1: a 0-d row of 0-d operands)
+    R[:, :3] = np.fromiter(t.rows, np.int64, 3 * n).reshape(n, 3)
+    side = np.fromiter(t.side, np.int64, len(t.side)).reshape(-1, 4)
+    side_slot = side[:, 0]
+    S = np.ascontiguousarray(side[:, 1:])
+    R[:, 3] = -1
+    R[side_slot, 3] = np.arange(len(S))
+    sv = np.fromiter(t.sv, np.float64, n)
     IA = np.concatenate(t.ia) if t.ia else np.zeros(1, np.int64)
     FA = np.concatenate(t.fa) if t.fa else np.zeros(1, np.float64)
-    side_slot = np.empty(len(S), np.int64)
-    has_side = R[:, 3] >= 0
-    side_slot[R[has_side, 3]] = np.flatnonzero(has_side)
     arr_side = np.array([j for j, v in enumerate(t.av) if v is not None], dtype=np.int64)
     arr_slot = side_slot[arr_side]
     size = np.ones(n, np.int64)

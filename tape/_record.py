@@ -135,10 +135,13 @@ def _import(t: Tape, x) -> int:
     if not x._rg:
         return t.const(x._v)
     if x._meta is not None:  # a leaf: referenced by buffer, version checked at backward
-        slot = t.row(LEAF, -1, -1, x._v, x._v.size)
-        t.leaves[slot] = (x, x._meta.version)
-        x._tape = t
-        x._slot = slot
+        # Leaves are shared between threads, so their slot is kept by the (per-thread) tape,
+        # never on the leaf itself.
+        key = ("leaf", id(x))
+        slot = t.index_cache.get(key)
+        if slot is None:
+            slot = t.index_cache[key] = t.row(LEAF, -1, -1, x._v, x._v.size)
+            t.leaves[slot] = (x, x._meta.version)
         return slot
     key = ("link", x._tape.id, x._slot)  # the source row, not the (rebindable) tensor object
     slot = t.index_cache.get(key)
@@ -210,7 +213,7 @@ def unary(code, x):
             sx = x._slot if x._tape is t else _import(t, x)
             slot = len(t.sv)
             t.sv.append(y)
-            t.rows.extend((code, sx, -1, -1))
+            t.rows.extend((code, sx, -1))
             if slot >= MAX_ROWS:
                 t.seal()
             return result(y, t, slot)
@@ -245,7 +248,7 @@ def binary(code, a, b):
             sb = b._slot if (rb and b._tape is t) else slot_in(t, b)
             slot = len(t.sv)
             t.sv.append(y)
-            t.rows.extend((code, sa, sb, -1))
+            t.rows.extend((code, sa, sb))
             if slot >= MAX_ROWS:
                 t.seal()
             return result(y, t, slot)

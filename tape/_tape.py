@@ -29,16 +29,18 @@ _ids = itertools.count()
 
 
 class Tape:
-    __slots__ = ("id", "rows", "sv", "side", "av", "ia", "ia_len", "fa", "fa_len", "leaves",
+    __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
                  "links", "escapes", "index_cache", "sealed", "built", "freed", "released",
                  "__weakref__")
 
     def __init__(self):
         self.id = next(_ids)
-        self.rows = []  # flat (code, a, b, side) per slot; side -1 for a 0-d row of 0-d operands
+        self.rows = []  # flat (code, a, b) per slot
         self.sv = []  # per slot: the 0-d value as a Python float (0.0 for array slots)
-        self.side = []  # flat (n, ia offset, fa offset) per side row
+        self.side = []  # flat (slot, n, ia offset, fa offset) per general row (0-d rows of 0-d
+        #                 operands have none: the sweep's fast path needs nothing more)
         self.av = []  # per side row: the array value, or None when the value is 0-d (in sv)
+        self.side_of = {}  # slot -> side row
         self.ia = []  # int64 attribute chunks (shapes, index maps, masks)
         self.ia_len = 0
         self.fa = []  # float64 attribute chunks
@@ -53,7 +55,7 @@ class Tape:
         self.released = False
 
     def __len__(self):
-        return len(self.sv)
+        return len(self.sv) if self.built is None else len(self.built.sv)
 
     # -- recording ------------------------------------------------------------------------
     def add_ints(self, data) -> int:
@@ -74,8 +76,9 @@ class Tape:
         else:
             self.sv.append(0.0)
             self.av.append(value)
-        self.rows.extend((code, a, b, k))
-        self.side.extend((n, iat, fat))
+        self.rows.extend((code, a, b))
+        self.side.extend((slot, n, iat, fat))
+        self.side_of[slot] = k
         if slot >= MAX_ROWS:
             self.seal()
         return slot
@@ -85,14 +88,14 @@ class Tape:
         if type(value) is float:
             slot = len(self.sv)
             self.sv.append(value)
-            self.rows.extend((CONST, -1, -1, -1))
+            self.rows.extend((CONST, -1, -1))
             return slot
         return self.row(CONST, -1, -1, value, value.size)
 
     def value(self, slot):
-        k = self.rows[4 * slot + 3]
-        if k < 0 or self.av[k] is None:
-            return self.sv[slot]
+        k = self.side_of.get(slot)
+        if k is None or self.av[k] is None:
+            return float(self.built.sv[slot]) if self.built is not None else self.sv[slot]
         return self.av[k]
 
     def seal(self):
@@ -108,7 +111,8 @@ class Tape:
             from ._arrays import build_arrays
 
             self.built = build_arrays(self)
-            self.freed = np.zeros(len(self.sv), np.uint8)
+            self.freed = np.zeros(len(self.built.sv), np.uint8)
+            self.rows = self.sv = self.side = self.ia = self.fa = None  # the arrays hold it all
         return self.built
 
     def release(self):

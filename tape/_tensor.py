@@ -6,8 +6,11 @@ import numpy as np
 from jit.table import OPCODE
 
 from . import _record
-from ._record import binary, is_operand, plain, unary
+from ._record import binary, is_operand, plain, slot_in, unary
 from ._state import state
+from ._tape import MAX_ROWS, current_tape
+
+_new = object.__new__
 
 
 class _LeafMeta:
@@ -21,17 +24,55 @@ class _LeafMeta:
 
 
 def _binop(name, reflected=False):
+    """The operator for a binary table row, with the 0-d fast path inlined.
+
+    Scalar-heavy code (a Python loop over 0-d values) spends its time here, so the common case
+    (two 0-d floats, recording on) appends one row without any further Python call.
+    """
     code = OPCODE[name]
-    if reflected:
-        def op(self, other):
-            if type(other) is float or is_operand(other):
-                return binary(code, other, self)
+    f = _record.SCALAR[code]
+
+    def op(self, other):
+        to = type(other)
+        if to is Tensor:
+            ov = other._v
+            ro = other._rg
+        elif to is float:
+            ov = other
+            ro = False
+        elif to is int:
+            ov = other = float(other)
+            ro = False
+        elif is_operand(other):
+            return binary(code, other, self) if reflected else binary(code, self, other)
+        else:
             return NotImplemented
-    else:
-        def op(self, other):
-            if type(other) is Tensor or type(other) is float or is_operand(other):
-                return binary(code, self, other)
-            return NotImplemented
+        sv = self._v
+        if type(sv) is not float or type(ov) is not float:
+            return binary(code, other, self) if reflected else binary(code, self, other)
+        y = f(ov, sv) if reflected else f(sv, ov)
+        rs = self._rg
+        if not ((rs or ro) and state.grad):
+            return plain(y)
+        t = state.tape
+        if t is None:
+            t = current_tape()
+        s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
+        s2 = other._slot if (ro and other._tape is t) else slot_in(t, other)
+        vals = t.sv
+        slot = len(vals)
+        vals.append(y)
+        t.rows.extend((code, s2, s1) if reflected else (code, s1, s2))
+        if slot >= MAX_ROWS:
+            t.seal()
+        r = _new(Tensor)
+        r._v = y
+        r._tape = t
+        r._slot = slot
+        r._rg = True
+        r._meta = None
+        return r
+
     op.__name__ = f"__{'r' if reflected else ''}{name}__"
     return op
 

@@ -1,0 +1,46 @@
+"""The generated interpreter matches the table, and each entry point has one signature."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jit
+import tape
+from jit import _generate
+
+
+def test_generated_module_is_fresh():
+    with open(_generate.OUT) as fh:
+        assert fh.read() == _generate.render(), "jit/_interp.py is stale: python -m jit._generate"
+
+
+def test_generated_module_records_table_hash():
+    from jit import _interp
+
+    assert _interp.TABLE_HASH == jit.table_hash()
+
+
+def test_each_entry_point_has_exactly_one_signature():
+    from numba.core.config import DISABLE_JIT
+
+    if DISABLE_JIT:
+        pytest.skip("NUMBA_DISABLE_JIT=1: no signatures")
+    from jit import _interp
+
+    # exercise every entry point through the public API (scalar rows, array rows, escapes)
+    x = tape.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+    s = tape.tensor(2.0, requires_grad=True)
+    loss = (np.exp(x[:, 1:]) * s).sum() + (x @ x.T).sum() + (s * s) + np.linalg.det(x @ x.T)
+    loss.backward()
+    for name in jit.ENTRY_POINTS:
+        fn = getattr(_interp, name)
+        expected = getattr(_interp, "SIG_" + name.upper())
+        assert len(fn.signatures) == 1, (name, fn.signatures)
+        fn.compile(expected)  # the declared signature is the one already compiled: no new one
+        assert len(fn.signatures) == 1, (name, fn.signatures)
+
+
+def test_jit_does_not_import_tape():
+    code = "import sys, jit, jit.table, jit._generate; assert 'tape' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
