@@ -33,7 +33,7 @@ import numpy as np
 from llvmlite import ir
 from math import acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, exp, expm1, hypot, inf
 from math import log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
-from numba import njit, types
+from numba import config, njit, types
 from numba.extending import intrinsic
 
 TABLE_HASH = "{hash}"
@@ -63,6 +63,16 @@ def _ld_word(typingctx, addr):
         return builder.load(ptr)
 
     return sig, codegen
+
+
+if config.DISABLE_JIT:  # plain-Python loads, so the interpreters also run (slowly) without Numba
+    import ctypes
+
+    def _ld(addr, i):
+        return ctypes.c_double.from_address(int(addr) + 8 * int(i)).value
+
+    def _ld_word(addr):
+        return ctypes.c_int64.from_address(int(addr)).value
 '''
 
 ENTRY_POINTS = '''
