@@ -104,8 +104,9 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
     GO[arr] = starts
     G = np.zeros(n + int(sizes.sum()))
     for slot, s in tape_seeds:
-        o = GO[slot]
-        G[o:o + A.size[slot]] += np.reshape(s, -1)
+        if live[slot]:  # a seed that reaches no source (e.g. a link into a tape of constants)
+            o = GO[slot]
+            G[o:o + A.size[slot]] += np.reshape(s, -1)
 
     hi = n
     for e in sorted((s for s in t.escapes if need[s]), reverse=True):

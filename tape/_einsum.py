@@ -124,7 +124,7 @@ def _contract(ins, out, ops):
                                  f"another (operand shapes {[x.shape for x in ops]})")
             sizes[c] = max(m, n)
     terms = []
-    for k, (labels, x) in enumerate(zip(ins, ops)):
+    for labels, x in zip(ins, ops):
         x, labels = _diagonal(x, labels)
         # a size-1 label broadcast against a larger size: the operand is constant along it
         drop = [i for i, c in enumerate(labels) if x.shape[i] == 1 and sizes[c] > 1]

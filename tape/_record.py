@@ -208,7 +208,7 @@ def unary(code, x):
         y = SCALAR[code](xv)
         if x._rg and state.grad:
             t = state.tape
-            if t is None:
+            if t is None or t.sealed:
                 t = current_tape()
             sx = x._slot if x._tape is t else _import(t, x)
             slot = len(t.sv)
@@ -242,7 +242,7 @@ def binary(code, a, b):
         y = SCALAR[code](av, bv)
         if (ra or rb) and state.grad:
             t = state.tape
-            if t is None:
+            if t is None or t.sealed:
                 t = current_tape()
             sa = a._slot if (ra and a._tape is t) else slot_in(t, a)
             sb = b._slot if (rb and b._tape is t) else slot_in(t, b)
@@ -294,7 +294,12 @@ def broadcast_slot(t, x, shape):
 def where(mask, a, b):
     mask = np.asarray(raw(mask)).astype(bool)
     av, bv = raw(a), raw(b)
-    y = check_dtype(np.where(mask, av, bv), "where")
+    try:
+        y = np.where(mask, av, bv)
+    except ValueError as e:
+        raise ValueError(f"where: {e} (condition {mask.shape}, x {np.shape(av)}, "
+                         f"y {np.shape(bv)})") from None
+    y = check_dtype(y, "where")
     if not recording(a, b):
         return plain(y)
     t = current_tape()
@@ -424,7 +429,7 @@ def normalize_axes(axis, ndim, sort=True):
     out = []
     for a in axis:
         a = operator.index(a)
-        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+        if not (-ndim <= a < ndim or (ndim == 0 and a in (0, -1))):  # NumPy: 0-d takes 0, -1
             raise np.exceptions.AxisError(a, ndim)
         out.append(a % ndim if ndim else 0)
     if len(set(out)) != len(out):

@@ -124,6 +124,6 @@ class Tape:
 
 def current_tape() -> Tape:
     t = state.tape
-    if t is None:
+    if t is None or t.sealed:  # sealed by a backward, maybe in another thread
         t = state.tape = Tape()
     return t

@@ -55,7 +55,7 @@ def _binop(name, reflected=False):
         if not ((rs or ro) and state.grad):
             return plain(y)
         t = state.tape
-        if t is None:
+        if t is None or t.sealed:
             t = current_tape()
         s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
         s2 = other._slot if (ro and other._tape is t) else slot_in(t, other)
@@ -130,8 +130,10 @@ class Tensor:
         self._slot = -1
         self._rg = False
         self._meta = None
-        if requires_grad:
-            self.requires_grad = True
+        if requires_grad:  # v is already a private copy: the leaf owns it as its buffer
+            self._v = np.array(v) if type(v) is float else v
+            self._meta = _LeafMeta()
+            self._rg = True
 
     def _rebind(self, r):
         self._v = r._v
