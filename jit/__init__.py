@@ -26,14 +26,18 @@ def warmup(verbose: bool = False) -> float:
     """
     import time
 
+    from numba.core.sigutils import normalize_signature
+
     from . import _interp
 
     t0 = time.perf_counter()
     for name in ENTRY_POINTS:
         fn = getattr(_interp, name)
-        sig = getattr(_interp, "SIG_" + name.upper())
+        args, _ = normalize_signature(getattr(_interp, "SIG_" + name.upper()))
         t = time.perf_counter()
-        fn.compile(sig)
+        # compile for the argument-type tuple a real call looks up (a signature string would be
+        # cached under a key that calls never hit, and the first gradient would compile again)
+        fn.compile(tuple(args))
         if verbose:
             print(f"{name:16s} {time.perf_counter() - t:7.2f} s")
     return time.perf_counter() - t0

@@ -65,11 +65,15 @@ def _ld_word(typingctx, addr):
     return sig, codegen
 
 
-if config.DISABLE_JIT:  # plain-Python loads, so the interpreters also run (slowly) without Numba
-    import ctypes
+if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
+    import ctypes  # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
+
+    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
+    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp, expm1
+    from numpy import hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
 
     def _ld(addr, i):
-        return ctypes.c_double.from_address(int(addr) + 8 * int(i)).value
+        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
 
     def _ld_word(addr):
         return ctypes.c_int64.from_address(int(addr)).value
@@ -80,7 +84,7 @@ ENTRY_POINTS = '''
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def data_pointers(object_addresses, field_offset, out):
     """Read the data pointer field of NumPy array objects (validated against ctypes at import)."""
     for k in range(object_addresses.shape[0]):
@@ -90,7 +94,7 @@ def data_pointers(object_addresses, field_offset, out):
 SIG_NEED_PASS = "int64(int64[:, ::1], uint8[::1], uint8[::1], uint8[::1], uint8[::1])"
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def need_pass(R, src, root, live, need):
     """Mark the rows on a path from a source slot to a root slot.
 
@@ -131,7 +135,7 @@ SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1],
              "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
     for i in range(hi - 1, lo - 1, -1):

@@ -69,9 +69,21 @@ def _inv_vjp(g, y, a, b, need_a, need_b):
 
 
 def _det_vjp(g, y, a, b, need_a, need_b):
-    # d det(A) = det(A) tr(A^-1 dA)
-    inv_t = np.swapaxes(np.linalg.inv(a), -1, -2)
-    return (g * y)[..., None, None] * inv_t, None
+    # d det(A) = tr(adj(A) dA); adj(A) = det(A) A^-1 when A is invertible
+    try:
+        return (g * y)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2), None
+    except np.linalg.LinAlgError:
+        return g[..., None, None] * np.swapaxes(_adjugate(a), -1, -2), None
+
+
+def _adjugate(a):
+    """adj(A) for any square A (singular too), from the SVD A = U S V^T."""
+    u, s, vt = np.linalg.svd(a)
+    n = s.shape[-1]
+    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)
+    sign = np.linalg.det(u) * np.linalg.det(vt)
+    return sign[..., None, None] * (np.swapaxes(vt, -1, -2) * others[..., None, :]) \
+        @ np.swapaxes(u, -1, -2)
 
 
 def _logabsdet_vjp(g, y, a, b, need_a, need_b):
@@ -127,7 +139,7 @@ TABLE: tuple[Prim, ...] = (
     _b("subtract", np.subtract, "a - b", "1.0", "-1.0"),
     _b("multiply", np.multiply, "a * b", "b", "a"),
     _b("divide", np.true_divide, "a / b", "1.0 / b", "-y / b"),
-    _b("power", np.power, "a ** b", "_pow_da(a, b)", "_pow_db(a, y)"),
+    _b("power", np.power, "_power(a, b)", "_pow_da(a, b)", "_pow_db(a, y)"),
     _b("arctan2", np.arctan2, "atan2(a, b)", "b / (a * a + b * b)", "-a / (a * a + b * b)"),
     _b("hypot", np.hypot, "hypot(a, b)", "a / y", "b / y"),
     _b("logaddexp", np.logaddexp, "_logaddexp(a, b)", "exp(a - y)", "exp(b - y)"),
@@ -165,7 +177,7 @@ FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}
 # Scalar helpers the formulas may call; rendered verbatim into the generated module so that
 # Numba's cache sees them (it only watches the file of the entry point).
 HELPERS = '''
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _sign(x):
     if x > 0.0:
         return 1.0
@@ -174,19 +186,21 @@ def _sign(x):
     return x * 0.0  # keeps NaN as NaN and 0 as 0
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _cbrt(x):
-    return -((-x) ** (1.0 / 3.0)) if x < 0.0 else x ** (1.0 / 3.0)
+    if x < 0.0:
+        return -((-x) ** (1.0 / 3.0))
+    return x ** (1.0 / 3.0) if x > 0.0 else x  # keeps -0.0 and NaN
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _pow_da(a, b):
     if b == 0.0:
         return 0.0
     return b * a ** (b - 1.0)
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _pow_db(a, y):
     # d/db a**b = a**b log(a); at a == 0 the limit is 0 (for b > 0), as JAX and PyTorch use.
     if a == 0.0:
@@ -194,29 +208,38 @@ def _pow_db(a, y):
     return y * log(a)
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _logaddexp(a, b):
-    m = max(a, b)
-    if m == -inf:
-        return -inf
-    return m + log1p(exp(-abs(a - b)))
+    if a != a or b != b:
+        return nan
+    if a == b:  # also covers a == b == +-inf, where a - b is NaN
+        return a + LN2
+    return max(a, b) + log1p(exp(-abs(a - b)))
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
+def _power(a, b):
+    # a negative base to a non-integer power is NaN (Python's ** would go complex)
+    if a < 0.0 and abs(b) < inf and b != int(b):
+        return nan
+    return a ** b
+
+
+@njit(inline="always", error_model="numpy")
 def _maximum(a, b):
     if a != a or b != b:
         return nan
-    return a if a >= b else b
+    return a if a > b else b  # NumPy returns the second operand on ties (+0.0 vs -0.0)
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _minimum(a, b):
     if a != a or b != b:
         return nan
-    return a if a <= b else b
+    return a if a < b else b
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _fmax(a, b):
     if b != b:
         return a
@@ -225,7 +248,7 @@ def _fmax(a, b):
     return a if a >= b else b
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _fmin(a, b):
     if b != b:
         return a
@@ -234,7 +257,7 @@ def _fmin(a, b):
     return a if a <= b else b
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _pick_max(a, b):
     # share of the gradient that the first operand of maximum(a, b) receives: NaN propagates
     # from the operand that holds it; ties split evenly (as JAX and PyTorch do).
@@ -249,7 +272,7 @@ def _pick_max(a, b):
     return 0.0
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _pick_fmax(a, b):
     # fmax ignores NaN: the non-NaN operand wins.
     if b != b:

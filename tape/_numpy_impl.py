@@ -286,7 +286,7 @@ def _index_op(a, fn, *args, **kwargs):
     """Any NumPy function that only moves elements: apply it to element ids, gather by them."""
     a = as_tensor(a)
     idx = np.asarray(fn(_ids(a.shape), *args, **kwargs))
-    return gather(a, np.ascontiguousarray(idx, dtype=np.int64))
+    return gather(a, np.array(idx, dtype=np.int64, order="C"))  # ascontiguousarray makes 0-d 1-d
 
 
 @implements(np.reshape)
@@ -404,18 +404,21 @@ def sort(a, axis=-1, kind=None, order=None, stable=None):
     return take_along_axis(a, order_, axis)
 
 
+def _triangle(m, mask):
+    # a 1-D m is a row broadcast against the square mask, as in NumPy
+    return rec.where(np.broadcast_to(mask, np.broadcast_shapes(mask.shape, m.shape)), m, 0.0)
+
+
 @implements(np.triu)
 def triu(m, k=0):
     m = as_tensor(m)
-    mask = np.triu(np.ones(m.shape[-2:], dtype=bool), k)
-    return rec.where(np.broadcast_to(mask, m.shape), m, 0.0)
+    return _triangle(m, np.triu(np.ones(m.shape[-2:], dtype=bool), k))
 
 
 @implements(np.tril)
 def tril(m, k=0):
     m = as_tensor(m)
-    mask = np.tril(np.ones(m.shape[-2:], dtype=bool), k)
-    return rec.where(np.broadcast_to(mask, m.shape), m, 0.0)
+    return _triangle(m, np.tril(np.ones(m.shape[-2:], dtype=bool), k))
 
 
 @implements(np.diag)
@@ -453,6 +456,11 @@ def _assemble(fn, xs, fill_value=0.0):
     if not rec.recording(*xs):
         return plain(rec.check_dtype(value, "assemble"))
     flat = out_ids.reshape(-1)
+    if value.ndim == 0:  # one element: a gather from the input that holds it, or a constant
+        for i, x in enumerate(xs):
+            if offs[i] <= flat[0] < offs[i + 1]:
+                return gather(x, np.array(flat[0] - offs[i], dtype=np.int64))
+        return plain(float(value))
     base = value.copy().reshape(-1)
     grad_xs = [(i, x) for i, x in enumerate(xs) if x.requires_grad]
     for i, x in grad_xs:
@@ -461,7 +469,7 @@ def _assemble(fn, xs, fill_value=0.0):
     for i, x in grad_xs:
         pos = np.flatnonzero((flat >= offs[i]) & (flat < offs[i + 1]))
         piece = gather(x, flat[pos] - offs[i])
-        y = rec.setitem(y, np.unravel_index(pos, value.shape) if value.ndim else (), piece)
+        y = rec.setitem(y, np.unravel_index(pos, value.shape), piece)
     return y
 
 

@@ -68,6 +68,10 @@ def _scalar_table():
     fns[OPCODE["subtract"]] = operator.sub
     fns[OPCODE["multiply"]] = operator.mul
     fns[OPCODE["neg"]] = operator.neg
+    # Python's ** agrees with NumPy for positive bases; NumPy decides the signed-zero, infinite
+    # and negative-base corner cases
+    power = fns[OPCODE["power"]]
+    fns[OPCODE["power"]] = lambda a, b: power(a, b) if a > 0.0 else float(np.power(a, b))
     return fns
 
 
@@ -254,7 +258,12 @@ def binary(code, a, b):
             return result(y, t, slot)
         return plain(y)
     p = TABLE[code]
-    y = check_dtype(p.ufunc(av, bv), p.name)
+    try:
+        y = p.ufunc(av, bv)
+    except ValueError as e:
+        raise ValueError(f"{p.name}: {e} (operand shapes {np.shape(av)} and {np.shape(bv)})") \
+            from None
+    y = check_dtype(y, p.name)
     if not ((ra or rb) and state.grad):
         return plain(y)
     t = current_tape()
@@ -356,7 +365,8 @@ def _plain_key(key):
                 raise IndexError("only integers, slices, None, Ellipsis and integer or boolean "
                                  f"arrays are valid indices (got the float tensor value {v})")
             return int(v)
-        return v.astype(np.int64)
+        raise IndexError("a float64 tensor cannot index (NumPy only takes integer or boolean "
+                         "arrays); index with a plain array, e.g. x[mask] with mask = t > 0")
     if type(key) is list:
         return np.asarray(key)
     return key

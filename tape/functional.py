@@ -74,7 +74,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             out = Tensor(out)
         if out.size != 1:
             raise TypeError(f"grad requires a scalar output; f returned shape {out.shape} "
-                            "(use tape.vjp or tape.jacrev for non-scalar outputs)")
+                            "(use tape.vjp for non-scalar outputs)")
         if out.requires_grad:
             gs = autograd.grad([out], xs, allow_unused=True)
         else:

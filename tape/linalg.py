@@ -49,9 +49,17 @@ def solve(a, b):
     a = _square(a, "solve")
     b = npi.as_tensor(b)
     y = np.linalg.solve(a._v, b._v)
-    b_mat = b.shape + (1,) if b.ndim == 1 else b.shape
-    return escape("solve", y, a, b, shapes=(a.shape, b_mat, np.shape(y) + (1,) if b.ndim == 1
-                                            else np.shape(y)))
+    # b is a vector only when 1-D (NumPy 2); batch dimensions broadcast. The reverse rule works
+    # on equal batch shapes, so broadcast both operands first (a gather: its reverse is a sum).
+    vec = b.ndim == 1
+    b_mat = b.shape + (1,) if vec else b.shape
+    batch = np.broadcast_shapes(a.shape[:-2], b_mat[:-2])
+    if a.shape[:-2] != batch:
+        a = npi.broadcast_to(a, batch + a.shape[-2:])
+    if b_mat[:-2] != batch:
+        b = npi.broadcast_to(b, batch + b.shape[-1:] if vec else batch + b.shape[-2:])
+    b_mat = batch + b_mat[-2:]
+    return escape("solve", y, a, b, shapes=(a.shape, b_mat, batch + b_mat[-2:]))
 
 
 @npi.implements(np.linalg.norm)
