@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: demo test test-nojit bench warmup generate clean
+.PHONY: demo test test-nojit bench bench-full bench-smoke compare warmup generate clean
 
 $(VENV)/.installed-%: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,30 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_table.py
 
+# asv against the working tree (environment "existing" = .venv, tapejit installed editable),
+# single-threaded BLAS like the anchors in WORKLOADS.md. `bench`: every benchmark once (quick
+# numbers); `bench-full`: asv's normal sampling; `bench-smoke`: every benchmark once, nothing
+# saved, non-zero exit if any benchmark errors (skips, e.g. PyTorch absent, are fine) -- for CI.
+# `compare`: tapejit vs PyTorch (TORCH_PYTHON) vs NumPy primal vs hand-written, side by side.
+ASV := cd asv_bench && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 ../$(PY) -m asv
+TORCH_PYTHON ?= /tmp/torchenv/bin/python
+
 bench: $(VENV)/.installed-bench
-	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr -E existing:../$(PY)
+	$(ASV) machine --yes >/dev/null
+	$(ASV) run --python=same --quick --show-stderr
+
+bench-full: $(VENV)/.installed-bench
+	$(ASV) machine --yes >/dev/null
+	$(ASV) run --python=same --show-stderr
+
+bench-smoke: $(VENV)/.installed-bench
+	$(ASV) machine --yes >/dev/null
+	$(ASV) check --python=same
+	$(ASV) run --python=same --quick --dry-run --show-stderr --durations 5
+
+compare: $(VENV)/.installed-bench
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(PY) asv_bench/compare.py --torch-python $(TORCH_PYTHON)
 
 warmup: $(VENV)/.installed-test
 	$(PY) -m jit.warmup

@@ -30,7 +30,7 @@ _ids = itertools.count()
 
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
-                 "links", "escapes", "index_cache", "sealed", "built", "freed", "released",
+                 "links", "escapes", "index_cache", "consts", "sealed", "built", "freed", "released",
                  "__weakref__")
 
     def __init__(self):
@@ -49,6 +49,7 @@ class Tape:
         self.links = {}  # slot -> tensor of an older tape that this slot stands for
         self.escapes = {}  # slot -> shapes (a, b, y) for rows whose reverse rule runs in NumPy
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
+        self.consts = {}  # nonzero Python-float constant -> its slot
         self.sealed = False
         self.built = None
         self.freed = None  # per row: 1 after a backward without retain_graph swept it
@@ -81,6 +82,18 @@ class Tape:
         self.side_of[slot] = k
         if slot >= MAX_ROWS:
             self.seal()
+        return slot
+
+    def scalar_const(self, x: float) -> int:
+        """Slot of a Python-float constant; nonzero ones are shared within the tape (zeros are
+        not, so that -0.0 and 0.0 stay distinct)."""
+        slot = self.consts.get(x) if x else None
+        if slot is None:
+            slot = len(self.sv)
+            self.sv.append(x)
+            self.rows.extend((CONST, -1, -1))
+            if x:
+                self.consts[x] = slot
         return slot
 
     def const(self, value) -> int:

@@ -53,12 +53,23 @@ def _binop(name, reflected=False):
         y = f(ov, sv) if reflected else f(sv, ov)
         rs = self._rg
         if not ((rs or ro) and state.grad):
-            return plain(y)
+            r = _new(Tensor)
+            r._v = y
+            r._tape = None
+            r._slot = -1
+            r._rg = False
+            r._meta = None
+            return r
         t = state.tape
         if t is None or t.sealed:
             t = current_tape()
         s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
-        s2 = other._slot if (ro and other._tape is t) else slot_in(t, other)
+        if ro and other._tape is t:
+            s2 = other._slot
+        elif to is Tensor:
+            s2 = slot_in(t, other)
+        else:
+            s2 = t.scalar_const(ov)
         vals = t.sv
         slot = len(vals)
         vals.append(y)

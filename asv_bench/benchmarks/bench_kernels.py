@@ -1,0 +1,140 @@
+"""asv benchmarks of tapejit's machinery: recording cost per op, reverse sweep cost vs tape
+length, and cold start (DESIGN.md section 13).
+
+Recording benchmarks time ``OPS`` ops recorded on a fresh tape (``tape.vjp`` records without
+sweeping), so microseconds per op = reported milliseconds; each has a plain Python/NumPy baseline
+doing the same arithmetic untaped.
+"""
+import os
+
+import numpy as np
+
+import tape
+
+OPS = 1000  # ops per recording benchmark: reported ms == us per op
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(_HERE))
+_NUMBA_CACHE = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(_ROOT, ".numba_cache")
+
+
+def _scalar_chain(p):
+    """OPS multiplications of 0-d tensors, the operand read as p[0] like W1 reads its inputs."""
+    x = p[0]
+    y = x
+    for _ in range(OPS):
+        y = y * x
+    return y
+
+
+def _scalar_const_chain(p):
+    """OPS ops of a 0-d tensor with a Python float constant (W1's dt * dx)."""
+    y = p[0]
+    for _ in range(OPS):
+        y = 1.0000001 * y
+    return y
+
+
+def _leaf_chain(x):
+    """As _scalar_chain, but multiplying by the 0-d leaf itself (f(x) called with a scalar x)."""
+    y = x
+    for _ in range(OPS):
+        y = y * x
+    return y
+
+
+def _array_chain(a):
+    for _ in range(OPS):
+        a = np.sin(a)
+    return a
+
+
+class Record:
+    """Eager recording cost per op (OPS ops on a fresh tape: ms reported == us per op)."""
+
+    def setup(self):
+        self.p = np.array([1.0000001])
+        self.x = 1.0000001
+        self.a = np.linspace(0.0, 1.0, 1000)
+        tape.vjp(_scalar_chain, self.p)
+        tape.vjp(_leaf_chain, self.x)
+        tape.vjp(_array_chain, self.a)
+
+    def time_scalar_binary_x1000(self):
+        """1000 x (0-d tensor * 0-d tensor), recorded."""
+        tape.vjp(_scalar_chain, self.p)
+
+    def time_scalar_const_binary_x1000(self):
+        """1000 x (Python float * 0-d tensor), recorded."""
+        tape.vjp(_scalar_const_chain, self.p)
+
+    def time_scalar_binary_0d_leaf_x1000(self):
+        """1000 x (0-d tensor * the 0-d leaf of a scalar argument), recorded."""
+        tape.vjp(_leaf_chain, self.x)
+
+    def time_scalar_binary_x1000_python_floats(self):
+        """Baseline: the same 1000 multiplications on Python floats."""
+        _leaf_chain(self.x)
+
+    def time_array_unary_1000elem_x1000(self):
+        """1000 x np.sin on a 1000-element tensor, recorded."""
+        tape.vjp(_array_chain, self.a)
+
+    def time_array_unary_1000elem_x1000_numpy(self):
+        """Baseline: the same 1000 np.sin calls on a NumPy array."""
+        _array_chain(self.a)
+
+
+def _scalar_tape(n):
+    def f(p):
+        x = p[0]
+        y = x
+        for _ in range(n):
+            y = y * x
+        return y
+
+    return f
+
+
+class ReverseSweep:
+    """Cost vs tape length in scalar ops: the reverse sweep alone (``vjp`` pullback on a tape
+    already built and retained), recording alone, and the whole ``value_and_grad`` (record, build
+    the arrays, sweep, deliver)."""
+
+    params = [1_000, 10_000, 100_000]
+    param_names = ["ops"]
+    timeout = 120
+
+    def setup(self, n):
+        self.p = np.array([1.0000001])
+        _, self.pullback = tape.vjp(_scalar_tape(n), self.p)
+        self.pullback(1.0)
+
+    def time_reverse_sweep(self, n):
+        self.pullback(1.0)
+
+    def time_record(self, n):
+        tape.vjp(_scalar_tape(n), self.p)
+
+    def time_value_and_grad(self, n):
+        tape.value_and_grad(_scalar_tape(n))(self.p)
+
+
+class ColdStart:
+    """A fresh process with a warm Numba cache: ``import tape`` plus the first W1 gradient."""
+
+    timeout = 120
+    env = {"NUMBA_CACHE_DIR": _NUMBA_CACHE}
+
+    def timeraw_import_tape(self):
+        return "import tape"
+
+    def timeraw_import_and_first_w1_gradient(self):
+        setup = f"import sys; sys.path.insert(0, {_HERE!r})"
+        stmt = """
+import tape
+from workloads import lorenz_inputs, lorenz_loss
+tape.value_and_grad(lorenz_loss)(*lorenz_inputs())
+"""
+        return stmt, setup
+
