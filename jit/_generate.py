@@ -222,40 +222,45 @@ def _binary_operand(p, which):
     d = da if which == "a" else db
     other = "b" if which == "a" else "a"
     bit = "1" if which == "a" else "2"
-    loads = []
+    fast, general = [], [f"j{which} = IA[m{which} + j] if m{which} >= 0 else j * st{which}"]
     if _uses(d, which):
-        loads.append(f"{which} = _ld(p{which}, j * st{which})")
+        fast.append(f"{which} = _ld(p{which}, j)")
+        general.append(f"{which} = _ld(p{which}, j{which})")
     if _uses(d, other):
-        loads.append(f"{other} = _ld(p{other}, j * st{other})")
+        fast.append(f"{other} = _ld(p{other}, j)")
+        general += [f"j{other} = IA[m{other} + j] if m{other} >= 0 else j * st{other}",
+                    f"{other} = _ld(p{other}, j{other})"]
     if _uses(d, "y"):
-        loads.append("y = _ld(py, j)")
+        fast.append("y = _ld(py, j)")
+        general.append("y = _ld(py, j)")
     return [
         f"if nd & {bit}:",
-        f"    if st{which} == 0:  # size-1 operand broadcast over n",
-        "        acc = 0.0",
+        "    if fl == 0:  # operands of the result's size",
         "        for j in range(n):",
-        *["            " + ln for ln in loads],
-        f"            acc += G[gy + j] * ({d})",
-        f"        G[g{which}] += acc",
-        "    else:",
-        "        for j in range(n):",
-        *["            " + ln for ln in loads],
+        *["            " + ln for ln in fast],
         f"            G[g{which} + j] += G[gy + j] * ({d})",
+        "    else:  # a one-element operand, or one broadcast through an index map",
+        "        for j in range(n):",
+        *["            " + ln for ln in general],
+        f"            G[g{which} + j{which}] += G[gy + j] * ({d})",
     ]
 
 
 # Hand-written reverse bodies of the non-elementwise rows, keyed by row name. Names in scope:
-# n, iat, fat, pa, ga, pb, gb, py, gy, nd, sta, stb (see reverse_sweep).
+# n, iat, fat, pa, ga, pb, gb, py, gy, nd, and for binary/select rows fl, sta, stb, ma, mb.
 CUSTOM = {
     "where": """
+mk = iat + 2  # the mask follows the two index-map offsets
 if nd & 1:
     for j in range(n):
-        if IA[iat + j]:
-            G[ga + j * sta] += G[gy + j]
+        if IA[mk + j]:
+            ja = IA[ma + j] if ma >= 0 else j * sta
+            G[ga + ja] += G[gy + j]
 if nd & 2:
     for j in range(n):
-        if not IA[iat + j]:
-            G[gb + j * stb] += G[gy + j]
+        if not IA[mk + j]:
+            jb = IA[mb + j] if mb >= 0 else j * stb
+            G[gb + jb] += G[gy + j]
 """,
     "sum": """
 P = IA[iat]
@@ -407,8 +412,13 @@ def _array_body():
             continue
         out.append(f"{'if' if not out else 'elif'} fam == {fi}:  # {fam}")
         if fam in ("binary", "select"):
-            out += ["    sta = 0 if (code >> 8) & 1 else 1",
-                    "    stb = 0 if (code >> 8) & 2 else 1"]
+            # flags: 1/2 operand a/b has one element; 4/8 operand a/b is read through the index
+            # map at IA[IA[iat]] / IA[IA[iat + 1]] (broadcasting without a materialized copy)
+            out += ["    fl = code >> 8",
+                    "    sta = 0 if fl & 1 else 1",
+                    "    stb = 0 if fl & 2 else 1",
+                    "    ma = IA[iat] if fl & 4 else -1",
+                    "    mb = IA[iat + 1] if fl & 8 else -1"]
         for j, (code, p) in enumerate(rows):
             out.append(f"    {'if' if j == 0 else 'elif'} op == {code}:  # {p.name}")
             if fam == "unary":

@@ -510,322 +510,322 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
                 for j in range(n):
                     G[ga + j] += G[gy + j] * (1.0)
         elif fam == 2:  # binary
-            sta = 0 if (code >> 8) & 1 else 1
-            stb = 0 if (code >> 8) & 2 else 1
+            fl = code >> 8
+            sta = 0 if fl & 1 else 1
+            stb = 0 if fl & 2 else 1
+            ma = IA[iat] if fl & 4 else -1
+            mb = IA[iat + 1] if fl & 8 else -1
             if op == 29:  # add
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
-                        for j in range(n):
-                            acc += G[gy + j] * (1.0)
-                        G[ga] += acc
-                    else:
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
                             G[ga + j] += G[gy + j] * (1.0)
-                if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    else:  # a one-element operand, or one broadcast through an index map
                         for j in range(n):
-                            acc += G[gy + j] * (1.0)
-                        G[gb] += acc
-                    else:
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            G[ga + ja] += G[gy + j] * (1.0)
+                if nd & 2:
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
                             G[gb + j] += G[gy + j] * (1.0)
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            G[gb + jb] += G[gy + j] * (1.0)
             elif op == 30:  # subtract
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
-                        for j in range(n):
-                            acc += G[gy + j] * (1.0)
-                        G[ga] += acc
-                    else:
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
                             G[ga + j] += G[gy + j] * (1.0)
-                if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    else:  # a one-element operand, or one broadcast through an index map
                         for j in range(n):
-                            acc += G[gy + j] * (-1.0)
-                        G[gb] += acc
-                    else:
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            G[ga + ja] += G[gy + j] * (1.0)
+                if nd & 2:
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
                             G[gb + j] += G[gy + j] * (-1.0)
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            G[gb + jb] += G[gy + j] * (-1.0)
             elif op == 31:  # multiply
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (b)
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (b)
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (b)
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            acc += G[gy + j] * (a)
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
+                            a = _ld(pa, j)
                             G[gb + j] += G[gy + j] * (a)
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            G[gb + jb] += G[gy + j] * (a)
             elif op == 32:  # divide
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (1.0 / b)
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (1.0 / b)
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (1.0 / b)
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            y = _ld(py, j)
-                            acc += G[gy + j] * (-y / b)
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
+                            b = _ld(pb, j)
                             y = _ld(py, j)
                             G[gb + j] += G[gy + j] * (-y / b)
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            y = _ld(py, j)
+                            G[gb + jb] += G[gy + j] * (-y / b)
             elif op == 33:  # power
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (_pow_da(a, b))
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
+                            a = _ld(pa, j)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (_pow_da(a, b))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (_pow_da(a, b))
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            y = _ld(py, j)
-                            acc += G[gy + j] * (_pow_db(a, y))
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
+                            a = _ld(pa, j)
                             y = _ld(py, j)
                             G[gb + j] += G[gy + j] * (_pow_db(a, y))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            y = _ld(py, j)
+                            G[gb + jb] += G[gy + j] * (_pow_db(a, y))
             elif op == 34:  # arctan2
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (b / (a * a + b * b))
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
+                            a = _ld(pa, j)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (b / (a * a + b * b))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (b / (a * a + b * b))
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
-                            acc += G[gy + j] * (-a / (a * a + b * b))
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
+                            b = _ld(pb, j)
+                            a = _ld(pa, j)
                             G[gb + j] += G[gy + j] * (-a / (a * a + b * b))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            G[gb + jb] += G[gy + j] * (-a / (a * a + b * b))
             elif op == 35:  # hypot
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            y = _ld(py, j)
-                            acc += G[gy + j] * (a / y)
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
+                            a = _ld(pa, j)
                             y = _ld(py, j)
                             G[ga + j] += G[gy + j] * (a / y)
-                if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    else:  # a one-element operand, or one broadcast through an index map
                         for j in range(n):
-                            b = _ld(pb, j * stb)
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
                             y = _ld(py, j)
-                            acc += G[gy + j] * (b / y)
-                        G[gb] += acc
-                    else:
+                            G[ga + ja] += G[gy + j] * (a / y)
+                if nd & 2:
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
+                            b = _ld(pb, j)
                             y = _ld(py, j)
                             G[gb + j] += G[gy + j] * (b / y)
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            y = _ld(py, j)
+                            G[gb + jb] += G[gy + j] * (b / y)
             elif op == 36:  # logaddexp
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            y = _ld(py, j)
-                            acc += G[gy + j] * (exp(a - y))
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
+                            a = _ld(pa, j)
                             y = _ld(py, j)
                             G[ga + j] += G[gy + j] * (exp(a - y))
-                if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    else:  # a one-element operand, or one broadcast through an index map
                         for j in range(n):
-                            b = _ld(pb, j * stb)
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
                             y = _ld(py, j)
-                            acc += G[gy + j] * (exp(b - y))
-                        G[gb] += acc
-                    else:
+                            G[ga + ja] += G[gy + j] * (exp(a - y))
+                if nd & 2:
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
+                            b = _ld(pb, j)
                             y = _ld(py, j)
                             G[gb + j] += G[gy + j] * (exp(b - y))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            y = _ld(py, j)
+                            G[gb + jb] += G[gy + j] * (exp(b - y))
             elif op == 37:  # maximum
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (_pick_max(a, b))
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
+                            a = _ld(pa, j)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (_pick_max(a, b))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (_pick_max(a, b))
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
-                            acc += G[gy + j] * (_pick_max(b, a))
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
+                            b = _ld(pb, j)
+                            a = _ld(pa, j)
                             G[gb + j] += G[gy + j] * (_pick_max(b, a))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            G[gb + jb] += G[gy + j] * (_pick_max(b, a))
             elif op == 38:  # minimum
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (_pick_max(-a, -b))
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
+                            a = _ld(pa, j)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (_pick_max(-a, -b))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (_pick_max(-a, -b))
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
-                            acc += G[gy + j] * (_pick_max(-b, -a))
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
+                            b = _ld(pb, j)
+                            a = _ld(pa, j)
                             G[gb + j] += G[gy + j] * (_pick_max(-b, -a))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            G[gb + jb] += G[gy + j] * (_pick_max(-b, -a))
             elif op == 39:  # fmax
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (_pick_fmax(a, b))
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
+                            a = _ld(pa, j)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (_pick_fmax(a, b))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (_pick_fmax(a, b))
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
-                            acc += G[gy + j] * (_pick_fmax(b, a))
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
+                            b = _ld(pb, j)
+                            a = _ld(pa, j)
                             G[gb + j] += G[gy + j] * (_pick_fmax(b, a))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            G[gb + jb] += G[gy + j] * (_pick_fmax(b, a))
             elif op == 40:  # fmin
                 if nd & 1:
-                    if sta == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
-                            acc += G[gy + j] * (_pick_fmax(-a, -b))
-                        G[ga] += acc
-                    else:
-                        for j in range(n):
-                            a = _ld(pa, j * sta)
-                            b = _ld(pb, j * stb)
+                            a = _ld(pa, j)
+                            b = _ld(pb, j)
                             G[ga + j] += G[gy + j] * (_pick_fmax(-a, -b))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            G[ga + ja] += G[gy + j] * (_pick_fmax(-a, -b))
                 if nd & 2:
-                    if stb == 0:  # size-1 operand broadcast over n
-                        acc = 0.0
+                    if fl == 0:  # operands of the result's size
                         for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
-                            acc += G[gy + j] * (_pick_fmax(-b, -a))
-                        G[gb] += acc
-                    else:
-                        for j in range(n):
-                            b = _ld(pb, j * stb)
-                            a = _ld(pa, j * sta)
+                            b = _ld(pb, j)
+                            a = _ld(pa, j)
                             G[gb + j] += G[gy + j] * (_pick_fmax(-b, -a))
+                    else:  # a one-element operand, or one broadcast through an index map
+                        for j in range(n):
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            G[gb + jb] += G[gy + j] * (_pick_fmax(-b, -a))
         elif fam == 3:  # select
-            sta = 0 if (code >> 8) & 1 else 1
-            stb = 0 if (code >> 8) & 2 else 1
+            fl = code >> 8
+            sta = 0 if fl & 1 else 1
+            stb = 0 if fl & 2 else 1
+            ma = IA[iat] if fl & 4 else -1
+            mb = IA[iat + 1] if fl & 8 else -1
             if op == 41:  # where
+                mk = iat + 2  # the mask follows the two index-map offsets
                 if nd & 1:
                     for j in range(n):
-                        if IA[iat + j]:
-                            G[ga + j * sta] += G[gy + j]
+                        if IA[mk + j]:
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            G[ga + ja] += G[gy + j]
                 if nd & 2:
                     for j in range(n):
-                        if not IA[iat + j]:
-                            G[gb + j * stb] += G[gy + j]
+                        if not IA[mk + j]:
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            G[gb + jb] += G[gy + j]
         elif fam == 4:  # reduce
             if op == 42:  # sum
                 P = IA[iat]

@@ -40,13 +40,13 @@ def run(roots, seeds, inputs=None, retain_graph=False):
         if want is None:
             m = leaf._meta
             if m.grad is None:
-                m.grad = np.array(g, dtype=np.float64).reshape(leaf.shape)
+                m.grad = g.reshape(leaf.shape)  # g is the caller's own array already
             else:
                 m.grad += np.reshape(g, leaf.shape)
         else:
             i = want.get(id(leaf))
             if i is not None:
-                out[i] = g.copy() if out[i] is None else out[i] + g
+                out[i] = g if out[i] is None else out[i] + g
 
     for r, s in zip(roots, seeds):
         if not r._rg:
@@ -117,7 +117,11 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
 
     def adjoint(slot, shape):
         o = GO[slot]
-        return G[o:o + A.size[slot]].reshape(shape).copy()
+        n_ = A.size[slot]
+        g = G[o:o + n_].reshape(shape)
+        # hand out a view when it is most of the arena (saves a copy of a large gradient);
+        # copy small ones, so that they do not keep the whole arena alive
+        return g if 2 * n_ >= G.size else g.copy()
 
     for slot, (leaf, _) in t.leaves.items():
         if live[slot]:

@@ -25,6 +25,7 @@ WHERE = OPCODE["where"]
 MATMUL = OPCODE["matmul"]
 MATMUL_BLAS = OPCODE["matmul_blas"]
 COPY = OPCODE["copy"]
+F64 = np.dtype(np.float64)
 BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS between segments
 
 
@@ -263,26 +264,65 @@ def binary(code, a, b):
     except ValueError as e:
         raise ValueError(f"{p.name}: {e} (operand shapes {np.shape(av)} and {np.shape(bv)})") \
             from None
-    y = check_dtype(y, p.name)
+    if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
+        y = check_dtype(y, p.name)
     if not ((ra or rb) and state.grad):
         return plain(y)
-    t = current_tape()
-    n = _size(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    n = 1 if type(y) is float else y.size
     shape = _shape(y)
-    sa, fa = _operand(t, a, shape, n)
-    sb, fb = _operand(t, b, shape, n)
-    return result(y, t, t.row(code | (fa << 8) | (fb << 9), sa, sb, y, n))
+    if ra and a._tape is t and type(av) is np.ndarray and av.size == n:
+        sa, fa, ma = a._slot, 0, -1
+    else:
+        sa, fa, ma = _operand(t, a, shape, n)
+    if rb and b._tape is t and type(bv) is np.ndarray and bv.size == n:
+        sb, fb, mb = b._slot, 0, -1
+    else:
+        sb, fb, mb = _operand(t, b, shape, n)
+    flags = fa | fb << 1 | (ma >= 0) << 2 | (mb >= 0) << 3
+    iat = 0
+    if flags & 12:
+        key = ("maps", ma, mb)
+        iat = t.index_cache.get(key)
+        if iat is None:
+            iat = t.index_cache[key] = t.add_ints((ma, mb))
+    return result(y, t, t.row(code | flags << 8, sa, sb, y, n, iat))
 
 
 def _operand(t, x, shape, n):
-    """Slot of an elementwise operand and its broadcast flag (1: one element, read for all)."""
+    """Slot of an elementwise operand, whether it has one element (read for all), and the IA
+    offset of the index map that broadcasts it to `shape` (-1: none needed)."""
     xv = raw(x)
     size = 1 if isinstance(xv, (float, int)) else np.size(xv)
     if size == n:
-        return slot_in(t, x), 0
+        return slot_in(t, x), 0, -1
     if size == 1:
-        return slot_in(t, x), 1
-    return broadcast_slot(t, x, shape), 0
+        return slot_in(t, x), 1, -1
+    xshape = np.shape(xv)
+    key = ("bmap", xshape, shape)
+    off = t.index_cache.get(key)
+    if off is None:
+        off = t.index_cache[key] = t.add_ints(broadcast_map(xshape, shape))
+    return slot_in(t, x), 0, off
+
+
+_BROADCAST_MAPS = {}  # (from shape, to shape) -> read-only flat index map, shared by all tapes
+
+
+def broadcast_map(xshape, shape):
+    """Flat positions in an array of `xshape` read by each element of its broadcast to `shape`."""
+    key = (xshape, shape)
+    m = _BROADCAST_MAPS.get(key)
+    if m is None:
+        if len(_BROADCAST_MAPS) > 1024:
+            _BROADCAST_MAPS.clear()
+        ids = np.arange(math.prod(xshape), dtype=np.int64).reshape(xshape)
+        m = np.ascontiguousarray(np.broadcast_to(ids, shape)).reshape(-1)
+        m.flags.writeable = False
+        _BROADCAST_MAPS[key] = m
+    return m
 
 
 def broadcast_slot(t, x, shape):
@@ -292,11 +332,10 @@ def broadcast_slot(t, x, shape):
     xv = x._v
     xshape = _shape(xv)
     value = np.broadcast_to(xv, shape).copy()
-    key = ("broadcast", xshape, shape)
+    key = ("bmap", xshape, shape)
     off = t.index_cache.get(key)
     if off is None:
-        idx = np.broadcast_to(np.arange(_size(xv)).reshape(xshape), shape)
-        off = t.index_cache[key] = t.add_ints(idx)
+        off = t.index_cache[key] = t.add_ints(broadcast_map(xshape, shape))
     return t.row(GATHER, slot_in(t, x), -1, value, value.size, off)
 
 
@@ -314,10 +353,11 @@ def where(mask, a, b):
     t = current_tape()
     shape = _shape(y)
     n = _size(y)
-    sa, fa = _operand(t, a, shape, n)
-    sb, fb = _operand(t, b, shape, n)
-    off = t.add_ints(np.broadcast_to(mask, shape))
-    return result(y, t, t.row(WHERE | (fa << 8) | (fb << 9), sa, sb, y, n, off))
+    sa, fa, ma = _operand(t, a, shape, n)
+    sb, fb, mb = _operand(t, b, shape, n)
+    flags = fa | fb << 1 | (ma >= 0) << 2 | (mb >= 0) << 3
+    off = t.add_ints(np.concatenate(([ma, mb], np.broadcast_to(mask, shape).reshape(-1))))
+    return result(y, t, t.row(WHERE | flags << 8, sa, sb, y, n, off))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,13 +385,45 @@ def gather(x, idx, cache_key=None):
     return result(y, t, t.row(GATHER, slot_in(t, x), -1, y, _size(y), off))
 
 
+_BASIC_MAPS = {}  # (shape, hashable basic key) -> (index map, is a pure reshape)
+
+
+def _hashable(key):
+    """A hashable form of a basic index (ints, slices, None, Ellipsis), or None."""
+    if type(key) is not tuple:
+        key = (key,)
+    out = []
+    for k in key:
+        if type(k) is slice:
+            out.append(("s", k.start, k.stop, k.step))
+        elif k is None or k is Ellipsis or type(k) is int:
+            out.append(k)
+        else:
+            return None
+    return tuple(out)
+
+
 def getitem(x, key):
     key = _plain_key(key)
     shape = _shape(x._v)
-    idx = index_map(shape, key)
-    if not isinstance(idx, np.ndarray):
-        idx = np.asarray(idx, dtype=np.int64)
-    return gather(x, idx)
+    hk = _hashable(key)
+    hit = _BASIC_MAPS.get((shape, hk)) if hk is not None else None
+    if hit is None:
+        idx = index_map(shape, key)
+        if not isinstance(idx, np.ndarray):
+            idx = np.asarray(idx, dtype=np.int64)
+        flat = idx.reshape(-1)
+        hit = (idx, idx.size == flat.size == math.prod(shape) and bool(
+            (flat == np.arange(flat.size)).all()))
+        if hk is not None:
+            if len(_BASIC_MAPS) > 1024:
+                _BASIC_MAPS.clear()
+            idx.flags.writeable = False
+            _BASIC_MAPS[(shape, hk)] = hit
+    idx, is_reshape = hit
+    if is_reshape:
+        return reshape(x, idx.shape)
+    return gather(x, idx, cache_key=("gather", shape, hk) if hk is not None else None)
 
 
 def _plain_key(key):
@@ -410,8 +482,8 @@ def reshape(x, shape):
     y = float(y) if y.ndim == 0 else y
     if not recording(x):
         return plain(y if type(y) is float else y.copy())
-    if type(y) is not float and type(xv) is not float:
-        y = y.copy()  # its own buffer: the copy row's value must not alias a leaf's buffer
+    if type(y) is not float and x._meta is not None:
+        y = y.copy()  # a leaf's buffer may be updated in place later: the row keeps its own
     t = current_tape()
     return result(y, t, t.row(COPY, slot_in(t, x), -1, y, _size(y)))
 
@@ -480,7 +552,10 @@ def reduce(name, x, axis=None, keepdims=False):
         return plain(y)
     xs, P, R, Q = _prq(x, axes)
     t = current_tape()
-    off = t.add_ints((P, R, Q))
+    key = ("prq", P, R, Q)
+    off = t.index_cache.get(key)
+    if off is None:
+        off = t.index_cache[key] = t.add_ints((P, R, Q))
     return result(y, t, t.row(code, slot_in(t, xs), -1, y, _size(y), off))
 
 

@@ -61,7 +61,7 @@ class Tape:
     # -- recording ------------------------------------------------------------------------
     def add_ints(self, data) -> int:
         """Append int64 attribute data; returns its offset."""
-        arr = np.ascontiguousarray(data, dtype=np.int64).ravel()
+        arr = np.ascontiguousarray(data, dtype=np.int64).reshape(-1)
         off = self.ia_len
         self.ia.append(arr)
         self.ia_len += arr.size

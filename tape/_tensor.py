@@ -382,6 +382,14 @@ class Tensor:
 
     # -- NumPy protocols ------------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # the common case, without the generic checks
+            code = _UFUNC_CODE.get(ufunc)
+            if code is not None:
+                if len(inputs) == 1:
+                    return unary(code, self)
+                a, b = inputs
+                if type(a) in _FAST_OPERANDS and type(b) in _FAST_OPERANDS:
+                    return binary(code, a, b)
         from ._numpy_impl import array_ufunc
 
         return array_ufunc(ufunc, method, inputs, kwargs)
@@ -399,6 +407,9 @@ class Tensor:
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph)
 
 
+_UFUNC_CODE = {p.ufunc: c for c, p in enumerate(_record.TABLE)
+               if p.family in ("unary", "binary")}
+_FAST_OPERANDS = {Tensor, np.ndarray, float, int}
 _NEG = OPCODE["neg"]
 _COPY = OPCODE["copy"]
 _ABS = OPCODE["abs"]

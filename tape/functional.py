@@ -7,7 +7,7 @@ import numpy as np
 
 from . import autograd
 from ._state import state
-from ._tensor import Tensor
+from ._tensor import Tensor, _LeafMeta
 
 
 class _FreshTape:
@@ -37,7 +37,16 @@ def _as_leaf(x, i):
     arr = np.asarray(v)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"argument {i}: cannot differentiate with respect to dtype {arr.dtype}")
-    return Tensor(np.asarray(arr, dtype=np.float64), requires_grad=True)
+    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+        return Tensor(arr, requires_grad=True)
+    # The leaf lives only for this call, so it can use the caller's buffer (read-only) instead
+    # of a copy: nothing can update it in place while the transform runs.
+    leaf = Tensor(0.0)
+    leaf._v = arr.view()
+    leaf._v.flags.writeable = False
+    leaf._meta = _LeafMeta()
+    leaf._rg = True
+    return leaf
 
 
 def _out_value(out):
