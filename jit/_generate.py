@@ -1,8 +1,15 @@
 """Render ``jit/_interp.py`` (the jitted interpreters) from the primitive table.
 
 Run ``python -m jit._generate`` after changing ``jit/table.py``; ``tests/test_generated.py`` fails
-while the committed file is stale. The output is plain, readable Numba code: one if/elif chain per
-family (LLVM turns it into a jump table), op bodies inline, no per-op function calls.
+while the committed file is stale. The output is plain, readable Numba code: ``reverse_sweep`` is
+one dispatch loop with the 0-d (scalar) op bodies inline in an if/elif chain (LLVM turns it into a
+jump table), and one call per array row into a family kernel (``_reverse_unary``,
+``_reverse_binary``, ...), itself an if/elif chain over its ops with the loops inline. There are no
+per-op or per-element function calls: the family kernels and scalar helpers are plain ``@njit``
+functions of this module that LLVM inlines into the sweep. Splitting by family keeps each function
+small, and Numba's front end (SSA reconstruction, type inference, IR inlining) grows faster than
+linearly with function size: one monolithic sweep took ~33 s to compile cold, the split ~16-18 s.
+Run time did not suffer (W2-W5 sweeps unchanged, W1's scalar sweep ~20-30% faster).
 
 Arrays the reverse sweep sees (all built by ``tape/_backward.py``):
 
@@ -131,6 +138,9 @@ def need_pass(R, src, root, live, need):
     return count
 
 
+{family_kernels}
+
+
 SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
              "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
 
@@ -246,8 +256,8 @@ def _binary_operand(p, which):
     ]
 
 
-# Hand-written reverse bodies of the non-elementwise rows, keyed by row name. Names in scope:
-# n, iat, fat, pa, ga, pb, gb, py, gy, nd, and for binary/select rows fl, sta, stb, ma, mb.
+# Hand-written reverse bodies of the non-elementwise rows, keyed by row name. Names in scope: the
+# family kernel's arguments (KERNEL_ARGS), op, and for binary/select rows fl, sta, stb, ma, mb.
 CUSTOM = {
     "where": """
 mk = iat + 2  # the mask follows the two index-map offsets
@@ -404,31 +414,41 @@ for bi in range(B):
 CUSTOM["amin"] = CUSTOM["amax"]  # ties and NaN handling are the same for min and max
 
 
-def _array_body():
-    out = []
+# Arguments of every family kernel (the array row's operands, adjoints and attribute offsets).
+KERNEL_ARGS = "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA"
+
+
+def _family_kernels():
+    """One @njit kernel per array family, and the sweep's dispatch to them (one call per row)."""
+    kernels, calls = [], []
     for fi, fam in enumerate(FAMILIES):
         rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]
         if fam in ("input", "escape") or not rows:
             continue
-        out.append(f"{'if' if not out else 'elif'} fam == {fi}:  # {fam}")
+        name = f"_reverse_{fam}"
+        calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}",
+                  f"    {name}({KERNEL_ARGS})"]
+        body = ["op = code & 255"]
         if fam in ("binary", "select"):
             # flags: 1/2 operand a/b has one element; 4/8 operand a/b is read through the index
             # map at IA[IA[iat]] / IA[IA[iat + 1]] (broadcasting without a materialized copy)
-            out += ["    fl = code >> 8",
-                    "    sta = 0 if fl & 1 else 1",
-                    "    stb = 0 if fl & 2 else 1",
-                    "    ma = IA[iat] if fl & 4 else -1",
-                    "    mb = IA[iat + 1] if fl & 8 else -1"]
+            body += ["fl = code >> 8",
+                     "sta = 0 if fl & 1 else 1",
+                     "stb = 0 if fl & 2 else 1",
+                     "ma = IA[iat] if fl & 4 else -1",
+                     "mb = IA[iat + 1] if fl & 8 else -1"]
         for j, (code, p) in enumerate(rows):
-            out.append(f"    {'if' if j == 0 else 'elif'} op == {code}:  # {p.name}")
+            body.append(f"{'if' if j == 0 else 'elif'} op == {code}:  # {p.name}")
             if fam == "unary":
-                body = _unary_case(p)
+                case = _unary_case(p)
             elif fam == "binary":
-                body = _binary_operand(p, "a") + _binary_operand(p, "b")
+                case = _binary_operand(p, "a") + _binary_operand(p, "b")
             else:
-                body = CUSTOM[p.name].strip("\n").splitlines()
-            out += ["        " + ln if ln else "" for ln in body]
-    return _indent(out, 8)
+                case = CUSTOM[p.name].strip("\n").splitlines()
+            body += ["    " + ln if ln else "" for ln in case]
+        kernels.append(f'@njit(error_model="numpy")\ndef {name}({KERNEL_ARGS}):\n'
+                       f'    """Reverse of one {fam} row."""\n' + _indent(body, 4))
+    return "\n\n\n".join(kernels), _indent(calls, 8)
 
 
 def render() -> str:
@@ -437,8 +457,9 @@ def render() -> str:
     text += "\n" + HELPERS.rstrip() + "\n"
     text += f"\n\n# family code of every opcode (a frozen global inside the kernels)\n"
     text += f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
+    kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
-    body = body.replace("{array_body}", _array_body())
+    body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
     return text + body
 
 

@@ -175,9 +175,11 @@ FAMILIES = ("input", "unary", "binary", "select", "reduce", "scan", "gather", "s
 FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}
 
 # Scalar helpers the formulas may call; rendered verbatim into the generated module so that
-# Numba's cache sees them (it only watches the file of the entry point).
+# Numba's cache sees them (it only watches the file of the entry point). Plain @njit, not
+# inline="always": LLVM inlines them anyway, while Numba's IR inlining at every call site made the
+# sweep ~7 s slower to compile.
 HELPERS = '''
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _sign(x):
     if x > 0.0:
         return 1.0
@@ -186,21 +188,21 @@ def _sign(x):
     return x * 0.0  # keeps NaN as NaN and 0 as 0
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _cbrt(x):
     if x < 0.0:
         return -((-x) ** (1.0 / 3.0))
     return x ** (1.0 / 3.0) if x > 0.0 else x  # keeps -0.0 and NaN
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _pow_da(a, b):
     if b == 0.0:
         return 0.0
     return b * a ** (b - 1.0)
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _pow_db(a, y):
     # d/db a**b = a**b log(a); at a == 0 the limit is 0 (for b > 0), as JAX and PyTorch use.
     if a == 0.0:
@@ -208,7 +210,7 @@ def _pow_db(a, y):
     return y * log(a)
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _logaddexp(a, b):
     if a != a or b != b:
         return nan
@@ -217,7 +219,7 @@ def _logaddexp(a, b):
     return max(a, b) + log1p(exp(-abs(a - b)))
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _power(a, b):
     # a negative base to a non-integer power is NaN (Python's ** would go complex)
     if a < 0.0 and abs(b) < inf and b != int(b):
@@ -225,21 +227,21 @@ def _power(a, b):
     return a ** b
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _maximum(a, b):
     if a != a or b != b:
         return nan
     return a if a > b else b  # NumPy returns the second operand on ties (+0.0 vs -0.0)
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _minimum(a, b):
     if a != a or b != b:
         return nan
     return a if a < b else b
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _fmax(a, b):
     if b != b:
         return a
@@ -248,7 +250,7 @@ def _fmax(a, b):
     return a if a >= b else b
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _fmin(a, b):
     if b != b:
         return a
@@ -257,7 +259,7 @@ def _fmin(a, b):
     return a if a <= b else b
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _pick_max(a, b):
     # share of the gradient that the first operand of maximum(a, b) receives: NaN propagates
     # from the operand that holds it; ties split evenly (as JAX and PyTorch do).
@@ -272,7 +274,7 @@ def _pick_max(a, b):
     return 0.0
 
 
-@njit(inline="always", error_model="numpy")
+@njit(error_model="numpy")
 def _pick_fmax(a, b):
     # fmax ignores NaN: the non-NaN operand wins.
     if b != b:
