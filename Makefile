@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: demo test test-nojit bench bench-full bench-smoke compare warmup generate clean
+.PHONY: demo test bench bench-full bench-smoke bench-torch compare warmup generate clean
 
 $(VENV)/.installed-%: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,16 @@ bench-smoke: $(VENV)/.installed-bench
 	$(ASV) machine --yes >/dev/null
 	$(ASV) check --python=same
 	$(ASV) run --python=same --quick --dry-run --show-stderr --durations 5
+
+# The asv suite inside a throwaway virtualenv that has torch==2.13.0: the PyTorch column appears
+# beside tapejit's in the same run (tapejit is installed there editable; torch stays out of .venv).
+bench-torch:
+	$(TORCH_PYTHON) -m pip install --quiet -e . asv
+	$(TORCH_PYTHON) -m jit.warmup
+	cd asv_bench && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(TORCH_PYTHON) -m asv machine --yes >/dev/null && \
+		OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(TORCH_PYTHON) -m asv run --python=same --bench bench_workloads --show-stderr
 
 compare: $(VENV)/.installed-bench
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
