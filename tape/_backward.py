@@ -32,7 +32,11 @@ def run(roots, seeds, inputs=None, retain_graph=False):
     With `inputs` None, leaf gradients accumulate into ``.grad``. Otherwise returns a list with
     the gradient of each input (None where no path reaches it).
     """
-    want = None if inputs is None else {id(x): i for i, x in enumerate(inputs)}
+    want = None  # id of each requested input -> its positions in `inputs` (it may repeat)
+    if inputs is not None:
+        want = {}
+        for i, x in enumerate(inputs):
+            want.setdefault(id(x), []).append(i)
     out = None if inputs is None else [None] * len(inputs)
     pending = {}  # tape id -> (tape, [(slot, seed)])
 
@@ -44,8 +48,7 @@ def run(roots, seeds, inputs=None, retain_graph=False):
             else:
                 m.grad += np.reshape(g, leaf.shape)
         else:
-            i = want.get(id(leaf))
-            if i is not None:
+            for i in want.get(id(leaf), ()):
                 out[i] = g if out[i] is None else out[i] + g
 
     for r, s in zip(roots, seeds):
@@ -127,11 +130,11 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
         if live[slot]:
             deliver_leaf(leaf, adjoint(slot, leaf.shape))
     if want is not None:
-        for x in inputs:
+        for x in {id(x): x for x in inputs}.values():
             if x._tape is t and x._meta is None and live[x._slot]:
-                i = want[id(x)]
                 g = adjoint(x._slot, x.shape)
-                out[i] = g if out[i] is None else out[i] + g
+                for i in want[id(x)]:
+                    out[i] = g if out[i] is None else out[i] + g
     links = [(x._tape, x._slot, adjoint(slot, x.shape)) for slot, x in t.links.items()
              if live[slot]]
     if not retain_graph:

@@ -348,3 +348,14 @@ def test_no_grad_as_decorator_and_restored_on_error():
         with tape.no_grad():
             raise KeyError
     assert tape.is_grad_enabled()
+
+
+def test_grad_with_a_repeated_input_gives_it_in_every_position():
+    w = tape.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    h = w * 3.0
+    gw1, gw2 = tape.autograd.grad((w * w).sum(), [w, w])
+    np.testing.assert_array_equal(gw1, [2.0, 4.0])
+    np.testing.assert_array_equal(gw2, [2.0, 4.0])
+    gh1, gh2 = tape.autograd.grad((h * h).sum(), [h, h])
+    np.testing.assert_array_equal(gh1, [6.0, 12.0])
+    np.testing.assert_array_equal(gh2, [6.0, 12.0])
