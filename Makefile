@@ -5,7 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: demo test bench bench-full bench-smoke bench-torch compare warmup generate clean
+.PHONY: demo test bench bench-full bench-smoke bench-torch bench-history bench-compare compare warmup \
+	generate clean
 
 $(VENV)/.installed-%: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +53,24 @@ bench-torch:
 		$(TORCH_PYTHON) -m asv machine --yes >/dev/null && \
 		OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 		$(TORCH_PYTHON) -m asv run --python=same --bench bench_workloads --show-stderr
+
+# Performance history (docs/benchmarking.md): the last N commits of BRANCH, each built and installed
+# by asv into a virtualenv (asv_bench/asv.history.conf.json; PyPI needed once for numba/numpy),
+# Numba warmed per commit, HISTORY_BENCH timed with asv's normal sampling; commits already in
+# asv_bench/results-history are skipped, so re-running only measures new commits. Then
+# `asv publish` writes the HTML report to asv_bench/html (open index.html, or `asv preview`).
+N ?= 5
+BRANCH ?= main
+HISTORY_BENCH ?= bench_workloads\..*\.(time|peakmem)_tapejit_grad|bench_workloads\.W1Lorenz\.time_numpy_primal|bench_kernels\.(Record|ReverseSweep)\.time_
+ASVH := $(ASV) --config asv.history.conf.json
+
+bench-history: $(VENV)/.installed-bench
+	$(ASV) machine --yes >/dev/null
+	@mkdir -p asv_bench/.asv
+	git rev-list --first-parent -n $(N) $(BRANCH) > asv_bench/.asv/history-hashes.txt
+	($(ASVH) run --skip-existing --show-stderr --bench '$(HISTORY_BENCH)' \
+		HASHFILE:.asv/history-hashes.txt); status=$$?; \
+	($(ASVH) publish) && echo "report: asv_bench/html/index.html" && exit $$status
 
 compare: $(VENV)/.installed-bench
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \

@@ -90,8 +90,7 @@ def _ufunc_call(ufunc, inputs, kwargs):
         target[...] = r._v
         return target
     if target._meta is not None and target._rg:
-        with_no_grad = not rec.state.grad
-        if not with_no_grad:
+        if rec.state.grad:
             raise RuntimeError("a leaf tensor that requires grad is being used in an in-place "
                                f"operation (numpy.{ufunc.__name__}, out=)")
         target._v[...] = r._v
