@@ -295,6 +295,8 @@ def _operand(t, x, shape, n):
     """Slot of an elementwise operand, whether it has one element (read for all), and the IA
     offset of the index map that broadcasts it to `shape` (-1: none needed)."""
     xv = raw(x)
+    if type(x) is float and n != 1:  # a Python-float constant: shared within the tape
+        return t.scalar_const(x), 1, -1
     size = 1 if isinstance(xv, (float, int)) else np.size(xv)
     if size == n:
         return slot_in(t, x), 0, -1
