@@ -145,7 +145,9 @@ def _import(t: Tape, x) -> int:
         key = ("leaf", id(x))
         slot = t.index_cache.get(key)
         if slot is None:
-            slot = t.index_cache[key] = t.row(LEAF, -1, -1, x._v, x._v.size)
+            v = x._v  # a 0-d leaf enters as a float, so that 0-d rows stay on the fast path
+            slot = t.index_cache[key] = t.row(LEAF, -1, -1, float(v) if v.ndim == 0 else v,
+                                              v.size)
             t.leaves[slot] = (x, x._meta.version)
         return slot
     key = ("link", x._tape.id, x._slot)  # the source row, not the (rebindable) tensor object
@@ -209,6 +211,8 @@ def _shape(v):
 
 def unary(code, x):
     xv = x._v
+    if x._meta is not None and xv.ndim == 0:
+        xv = float(xv)  # a 0-d leaf (its buffer is an array) takes the 0-d path
     if type(xv) is float:
         y = SCALAR[code](xv)
         if x._rg and state.grad:
@@ -243,6 +247,14 @@ def binary(code, a, b):
     else:
         bv = b
         rb = False
+    if type(av) is np.ndarray and av.ndim == 0 and type(a) is Tensor:
+        av = float(av)  # a 0-d leaf (its buffer is an array) takes the 0-d path
+    if type(bv) is np.ndarray and bv.ndim == 0 and type(b) is Tensor:
+        bv = float(bv)
+    if type(bv) is int:
+        bv = float(bv)
+    if type(av) is int:
+        av = float(av)
     if type(av) is float and type(bv) is float:
         y = SCALAR[code](av, bv)
         if (ra or rb) and state.grad:
