@@ -72,6 +72,18 @@ bench-history: $(VENV)/.installed-bench
 		HASHFILE:.asv/history-hashes.txt); status=$$?; \
 	($(ASVH) publish) && echo "report: asv_bench/html/index.html" && exit $$status
 
+# Regression gate before merging (docs/benchmarking.md): the working tree against BASE on a fast
+# subset (asv_bench/gate.py: tapejit gradients W1-W5, recording, reverse sweep), both sides in
+# .venv, alternated ROUNDS times; exits 1 if any benchmark is slower than BASE by more than
+# FACTOR (1.75, from the noise study in docs/benchmarking.md). ~2 min on the 2-core VM.
+BASE ?= main
+FACTOR ?= 1.75
+ROUNDS ?= 4
+
+bench-compare: $(VENV)/.installed-bench
+	$(ASV) machine --yes >/dev/null
+	$(PY) asv_bench/gate.py --base $(BASE) --factor $(FACTOR) --rounds $(ROUNDS)
+
 compare: $(VENV)/.installed-bench
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 		$(PY) asv_bench/compare.py --torch-python $(TORCH_PYTHON)
