@@ -49,16 +49,77 @@ def _array_chain(a):
     return a
 
 
+def _broadcast_binary(a, b):
+    """OPS x ((16, 16, 3) * (16, 1, 3)): a binary ufunc with broadcasting (W5's shapes)."""
+    for _ in range(OPS):
+        y = a * b
+    return y
+
+
+def _reduction(m):
+    """OPS x np.sum(m, axis=1) on (64, 64)."""
+    for _ in range(OPS):
+        y = np.sum(m, axis=1)
+    return y
+
+
+def _gather_slice(m):
+    """OPS x m[::2, 1:] (basic slicing) on (64, 64)."""
+    for _ in range(OPS):
+        y = m[::2, 1:]
+    return y
+
+
+_ROWS = np.array([3, 0, 63, 17, 17, 42, 8, 30])
+
+
+def _gather_int(m):
+    """OPS x m[_ROWS] (an integer-array index, repeated rows included) on (64, 64)."""
+    for _ in range(OPS):
+        y = m[_ROWS]
+    return y
+
+
+_MASK = np.random.default_rng(0).uniform(size=(64, 64)) > 0.5
+
+
+def _where(a, b):
+    """OPS x np.where(mask, a, b) on (64, 64), both branches tensors."""
+    for _ in range(OPS):
+        y = np.where(_MASK, a, b)
+    return y
+
+
+def _matmul(a, b):
+    """OPS x (16, 16) @ (16, 16)."""
+    for _ in range(OPS):
+        y = a @ b
+    return y
+
+
 class Record:
     """Eager recording cost per op (OPS ops on a fresh tape: ms reported == us per op)."""
 
     def setup(self):
+        rng = np.random.default_rng(0)
         self.p = np.array([1.0000001])
         self.x = 1.0000001
         self.a = np.linspace(0.0, 1.0, 1000)
+        self.bc_a = rng.normal(size=(16, 16, 3))
+        self.bc_b = rng.normal(size=(16, 1, 3))
+        self.m = rng.normal(size=(64, 64))
+        self.m2 = rng.normal(size=(64, 64))
+        self.sq_a = rng.normal(size=(16, 16))
+        self.sq_b = rng.normal(size=(16, 16))
         tape.vjp(_scalar_chain, self.p)
         tape.vjp(_leaf_chain, self.x)
         tape.vjp(_array_chain, self.a)
+        tape.vjp(_broadcast_binary, self.bc_a, self.bc_b)
+        tape.vjp(_reduction, self.m)
+        tape.vjp(_gather_slice, self.m)
+        tape.vjp(_gather_int, self.m)
+        tape.vjp(_where, self.m, self.m2)
+        tape.vjp(_matmul, self.sq_a, self.sq_b)
 
     def time_scalar_binary_x1000(self):
         """1000 x (0-d tensor * 0-d tensor), recorded."""
@@ -83,6 +144,54 @@ class Record:
     def time_array_unary_1000elem_x1000_numpy(self):
         """Baseline: the same 1000 np.sin calls on a NumPy array."""
         _array_chain(self.a)
+
+    def time_array_binary_broadcast_x1000(self):
+        """1000 x ((16, 16, 3) tensor * (16, 1, 3) tensor), recorded."""
+        tape.vjp(_broadcast_binary, self.bc_a, self.bc_b)
+
+    def time_array_binary_broadcast_x1000_numpy(self):
+        """Baseline: the same 1000 broadcasting multiplications on NumPy arrays."""
+        _broadcast_binary(self.bc_a, self.bc_b)
+
+    def time_reduction_sum_axis1_x1000(self):
+        """1000 x np.sum(axis=1) of a (64, 64) tensor, recorded."""
+        tape.vjp(_reduction, self.m)
+
+    def time_reduction_sum_axis1_x1000_numpy(self):
+        """Baseline: the same 1000 np.sum calls on a NumPy array."""
+        _reduction(self.m)
+
+    def time_gather_slice_x1000(self):
+        """1000 x t[::2, 1:] of a (64, 64) tensor, recorded."""
+        tape.vjp(_gather_slice, self.m)
+
+    def time_gather_slice_x1000_numpy(self):
+        """Baseline: the same 1000 slices (views) of a NumPy array."""
+        _gather_slice(self.m)
+
+    def time_gather_int_index_x1000(self):
+        """1000 x t[rows] (8 integer rows) of a (64, 64) tensor, recorded."""
+        tape.vjp(_gather_int, self.m)
+
+    def time_gather_int_index_x1000_numpy(self):
+        """Baseline: the same 1000 integer-array indexings of a NumPy array."""
+        _gather_int(self.m)
+
+    def time_where_x1000(self):
+        """1000 x np.where(mask, a, b) on (64, 64) tensors, recorded."""
+        tape.vjp(_where, self.m, self.m2)
+
+    def time_where_x1000_numpy(self):
+        """Baseline: the same 1000 np.where calls on NumPy arrays."""
+        _where(self.m, self.m2)
+
+    def time_matmul_16x16_x1000(self):
+        """1000 x (16, 16) @ (16, 16) tensors, recorded."""
+        tape.vjp(_matmul, self.sq_a, self.sq_b)
+
+    def time_matmul_16x16_x1000_numpy(self):
+        """Baseline: the same 1000 matmuls on NumPy arrays."""
+        _matmul(self.sq_a, self.sq_b)
 
 
 def _scalar_tape(n):
@@ -138,3 +247,27 @@ tape.value_and_grad(lorenz_loss)(*lorenz_inputs())
 """
         return stmt, setup
 
+
+class ColdStartEmptyCache:
+    """A fresh process with an EMPTY Numba cache (a new temporary NUMBA_CACHE_DIR, set in the
+    subprocess before numba is imported, removed at its exit): ``import tape`` plus the first W1
+    gradient, which compiles the interpreter kernels (~20 s): a user's first run after install."""
+
+    timeout = 240
+    number = 1
+    repeat = 1
+
+    def timeraw_import_and_first_w1_gradient_empty_cache(self):
+        setup = f"""
+import atexit, os, shutil, sys, tempfile
+sys.path.insert(0, {_HERE!r})
+_cache = tempfile.mkdtemp(prefix="tapejit-numba-cold-")
+os.environ["NUMBA_CACHE_DIR"] = _cache
+atexit.register(shutil.rmtree, _cache, True)
+"""
+        stmt = """
+import tape
+from workloads import lorenz_inputs, lorenz_loss
+tape.value_and_grad(lorenz_loss)(*lorenz_inputs())
+"""
+        return stmt, setup
