@@ -15,6 +15,8 @@ import numpy as np
 import jit
 from jit.table import OPCODE, TABLE
 
+from ._hooks import run_hooks
+
 BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or to read values that were freed "
     "after the first backward). The recorded values are released after .backward() or "
@@ -39,17 +41,16 @@ def run(roots, seeds, inputs=None, retain_graph=False):
             want.setdefault(id(x), []).append(i)
     out = None if inputs is None else [None] * len(inputs)
     pending = {}  # tape id -> (tape, [(slot, seed)])
+    leaf_grads = {}  # id(leaf) -> [leaf, gradient summed over tapes]
 
     def deliver_leaf(leaf, g):
-        if want is None:
-            m = leaf._meta
-            if m.grad is None:
-                m.grad = g.reshape(leaf.shape)  # g is the caller's own array already
-            else:
-                m.grad += np.reshape(g, leaf.shape)
+        if want is not None and id(leaf) not in want:
+            return
+        entry = leaf_grads.get(id(leaf))
+        if entry is None:
+            leaf_grads[id(leaf)] = [leaf, g]
         else:
-            for i in want.get(id(leaf), ()):
-                out[i] = g if out[i] is None else out[i] + g
+            entry[1] = entry[1] + g
 
     for r, s in zip(roots, seeds):
         if not r._rg:
@@ -71,6 +72,21 @@ def run(roots, seeds, inputs=None, retain_graph=False):
                 pending[link_tape.id] = (link_tape, [])
                 heapq.heappush(heap, -link_tape.id)
             pending[link_tape.id][1].append((slot, g))
+    for leaf, g in leaf_grads.values():
+        g = np.reshape(g, leaf.shape)
+        m = leaf._meta
+        if m.hooks:
+            g = run_hooks(m.hooks, g, f"a leaf tensor of shape {leaf.shape}")
+        if want is None:
+            if m.grad is None:
+                m.grad = g  # the caller's own array already
+            else:
+                m.grad += g
+            for fn in list(m.post_hooks.values()):
+                fn(leaf)
+        else:
+            for i in want[id(leaf)]:
+                out[i] = g if out[i] is None else out[i] + g
     return out
 
 
@@ -111,11 +127,24 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
             o = GO[slot]
             G[o:o + A.size[slot]] += np.reshape(s, -1)
 
+    # The sweep is cut where Python must run: before an escape row (its reverse rule is NumPy)
+    # and after the last consumer of a hooked slot (its gradient is then complete).
+    hooked = [s for s in t.hooks if live[s]] if t.hooks else ()
+    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked), reverse=True)
     hi = n
-    for e in sorted((s for s in t.escapes if need[s]), reverse=True):
-        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, e + 1, hi)
-        _run_escape(t, A, e, G, GO, need[e])
-        hi = e
+    for c in cuts:
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, c + 1, hi)
+        hi = c + 1
+        h = t.hooks.get(c) if t.hooks else None
+        if h is not None and live[c]:
+            o = GO[c]
+            g = G[o:o + A.size[c]].reshape(h.shape)
+            g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}")
+            if h.retain and want is None:
+                h.grad = g.copy() if h.grad is None else h.grad + g
+        if c in t.escapes and need[c]:
+            _run_escape(t, A, c, G, GO, need[c])
+            hi = c
     jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, hi)
 
     def adjoint(slot, shape):

@@ -30,7 +30,7 @@ _ids = itertools.count()
 
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
-                 "links", "escapes", "index_cache", "consts", "sealed", "built", "freed", "released",
+                 "links", "escapes", "index_cache", "consts", "hooks", "sealed", "built", "freed", "released",
                  "__weakref__")
 
     def __init__(self):
@@ -50,6 +50,7 @@ class Tape:
         self.escapes = {}  # slot -> shapes (a, b, y) for rows whose reverse rule runs in NumPy
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
         self.consts = {}  # nonzero Python-float constant -> its slot
+        self.hooks = None  # slot -> _hooks.SlotHooks, for tensors with hooks or retain_grad
         self.sealed = False
         self.built = None
         self.freed = None  # per row: 1 after a backward without retain_graph swept it

@@ -6,6 +6,7 @@ import numpy as np
 from jit.table import OPCODE
 
 from . import _record
+from ._hooks import RemovableHandle, SlotHooks
 from ._record import binary, is_operand, plain, slot_in, unary
 from ._state import state
 from ._tape import MAX_ROWS, current_tape
@@ -16,11 +17,13 @@ _new = object.__new__
 class _LeafMeta:
     """What only leaves carry: the accumulated gradient and the buffer's version counter."""
 
-    __slots__ = ("grad", "version")
+    __slots__ = ("grad", "version", "hooks", "post_hooks")
 
     def __init__(self):
         self.grad = None
         self.version = 0
+        self.hooks = {}  # handle id -> fn(grad) -> replacement or None
+        self.post_hooks = {}  # handle id -> fn(tensor), after .grad is updated
 
 
 def _binop(name, reflected=False):
@@ -207,7 +210,10 @@ class Tensor:
     @property
     def grad(self):
         m = self._meta
-        return None if m is None else m.grad
+        if m is not None:
+            return m.grad
+        h = self._slot_hooks(create=False)
+        return h.grad if h is not None and h.retain else None
 
     @grad.setter
     def grad(self, value):
@@ -398,6 +404,54 @@ class Tensor:
         from ._numpy_impl import array_function
 
         return array_function(func, types, args, kwargs)
+
+    # -- hooks (Python between jitted segments of the sweep) ------------------------------------
+    def _slot_hooks(self, create=True):
+        t = self._tape
+        if t is None or self._meta is not None:
+            return None
+        if t.hooks is None:
+            if not create:
+                return None
+            t.hooks = {}
+        h = t.hooks.get(self._slot)
+        if h is None and create:
+            h = t.hooks[self._slot] = SlotHooks(self.shape)
+        return h
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned array replaces
+        the gradient. Hooks run in registration order. Returns a handle with ``.remove()``.
+
+        >>> h = y.register_hook(lambda g: np.clip(g, -1.0, 1.0))   # clip what flows back
+        """
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        table = self._meta.hooks if self._meta is not None else self._slot_hooks().hooks
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` on a leaf after backward has added to its ``.grad``."""
+        if self._meta is None:
+            raise RuntimeError("post-accumulate-grad hooks can only be registered on leaf tensors "
+                               "that require grad")
+        handle = RemovableHandle(self._meta.post_hooks)
+        self._meta.post_hooks[handle.id] = hook
+        return handle
+
+    def retain_grad(self):
+        """Keep this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on a tensor that does not require grad")
+        if self._meta is None:
+            self._slot_hooks().retain = True
+
+    @property
+    def retains_grad(self):
+        h = self._slot_hooks(create=False)
+        return h is not None and h.retain
 
     # -- autograd -------------------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=False):

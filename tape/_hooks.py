@@ -1,0 +1,60 @@
+"""Tensor hooks: Python that runs between jitted segments of the reverse sweep.
+
+A hook on a non-leaf tensor is keyed by its (tape, slot): the backward driver cuts the sweep at
+that slot, so the hook sees the slot's complete gradient and may replace it before the sweep goes
+on. Hooks on a leaf run once per backward on the leaf's total gradient (summed over tapes),
+before it is accumulated into ``.grad``; post-accumulate hooks run after that.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+_handle_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by every hook registration; ``handle.remove()`` unregisters the hook."""
+
+    __slots__ = ("_table", "_key", "id")
+
+    def __init__(self, table):
+        self._table = table
+        self.id = next(_handle_ids)
+
+    def remove(self):
+        self._table.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+class SlotHooks:
+    """What a tape keeps for one hooked slot: hooks in registration order, the tensor's shape,
+    and whether its gradient is retained (``retain_grad``)."""
+
+    __slots__ = ("hooks", "shape", "retain", "grad")
+
+    def __init__(self, shape):
+        self.hooks = {}  # handle id -> fn (dicts keep insertion order)
+        self.shape = shape
+        self.retain = False
+        self.grad = None  # the retained gradient
+
+
+def run_hooks(hooks, grad, what):
+    """Call each hook with the gradient; a hook may return a replacement of the same shape."""
+    for fn in list(hooks.values()):
+        r = fn(grad.copy())
+        if r is not None:
+            r = np.asarray(r._v if hasattr(r, "_v") else r, dtype=np.float64)
+            if r.shape != grad.shape:
+                raise RuntimeError(f"hook {getattr(fn, '__name__', fn)!r} on {what} returned a "
+                                   f"gradient of shape {r.shape}; expected {grad.shape}")
+            grad = r
+    return grad
