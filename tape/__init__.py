@@ -12,10 +12,11 @@ from . import _einsum  # noqa: F401  (registers np.einsum)
 from . import autograd, linalg, numpy
 from ._state import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor, tensor
+from .backward_state import BackwardState
 from .functional import grad, value_and_grad, vjp
 from .gradcheck import GradcheckError, gradcheck
 
 __version__ = "0.1.0"
 
-__all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled", "autograd", "numpy",
+__all__ = ["Tensor", "tensor", "BackwardState", "no_grad", "enable_grad", "is_grad_enabled", "autograd", "numpy",
            "linalg", "grad", "value_and_grad", "vjp", "gradcheck", "GradcheckError"]
