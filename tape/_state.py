@@ -6,6 +6,7 @@ class _State(threading.local):
     def __init__(self):
         self.tape = None  # the tape new rows go to; None until the first recorded op
         self.grad = True  # False inside no_grad()
+        self.saved_hooks = None  # (pack, unpack) inside graph.saved_tensors_hooks()
 
 
 state = _State()

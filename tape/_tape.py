@@ -30,7 +30,7 @@ _ids = itertools.count()
 
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
-                 "links", "escapes", "index_cache", "consts", "hooks", "sealed", "built", "freed", "released",
+                 "links", "escapes", "index_cache", "consts", "hooks", "packed", "sealed", "built", "freed", "released",
                  "__weakref__")
 
     def __init__(self):
@@ -51,6 +51,7 @@ class Tape:
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
         self.consts = {}  # nonzero Python-float constant -> its slot
         self.hooks = None  # slot -> _hooks.SlotHooks, for tensors with hooks or retain_grad
+        self.packed = None  # side row -> (pack(value), unpack, shape) under saved_tensors_hooks
         self.sealed = False
         self.built = None
         self.freed = None  # per row: 1 after a backward without retain_graph swept it
@@ -75,6 +76,15 @@ class Tape:
         if type(value) is float:
             self.sv.append(value)
             self.av.append(None)
+        elif state.saved_hooks is not None and code != LEAF and code != LINK:
+            # saved_tensors_hooks: the tape keeps pack(value) until the backward unpacks it
+            # (leaves are referenced, not saved; links belong to an older tape)
+            pack, unpack = state.saved_hooks
+            self.sv.append(0.0)
+            self.av.append(None)
+            if self.packed is None:
+                self.packed = {}
+            self.packed[k] = (pack(value), unpack, value.shape)
         else:
             self.sv.append(0.0)
             self.av.append(value)
@@ -124,10 +134,23 @@ class Tape:
             self.seal()
             from ._arrays import build_arrays
 
+            if self.packed:
+                self._unpack()
             self.built = build_arrays(self)
             self.freed = np.zeros(len(self.built.sv), np.uint8)
             self.rows = self.sv = self.side = self.ia = self.fa = None  # the arrays hold it all
         return self.built
+
+    def _unpack(self):
+        """Unpack every saved value packed by saved_tensors_hooks, once, before the sweep."""
+        for k, (packed, unpack, shape) in self.packed.items():
+            v = unpack(packed)
+            v = np.asarray(v._v if hasattr(v, "_v") else v)
+            if v.shape != shape or v.dtype.kind not in "biuf":
+                raise RuntimeError(f"saved_tensors_hooks: unpack returned {v.dtype} of shape "
+                                   f"{v.shape} for a saved value of shape {shape} (float64)")
+            self.av[k] = np.ascontiguousarray(v, dtype=np.float64)
+        self.packed = None
 
     def release(self):
         """Drop the values once every row has been swept without retain_graph."""

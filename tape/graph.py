@@ -1,0 +1,86 @@
+"""``tape.graph``: control over the values a recorded computation keeps for its backward.
+
+Inside ``saved_tensors_hooks(pack, unpack)`` every array value a new row saves for the backward
+(results of ops and constants; leaves are referenced and version-checked instead, and 0-d values
+stay as floats) is handed to ``pack`` once, at record time, and the tape keeps only what ``pack``
+returns. The backward calls ``unpack`` once per packed value, outside the jitted path, before
+the sweep reads it. Typical uses: offloading to disk (``save_on_disk``) or compression::
+
+    # keep saved values as float16 (halves, then quarters memory; gradients become approximate)
+    with tape.graph.saved_tensors_hooks(lambda a: a.astype(np.float16),
+                                        lambda p: p.astype(np.float64)):
+        loss = model(w)
+    loss.backward()
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+
+import numpy as np
+
+from ._state import state
+
+
+class saved_tensors_hooks:  # noqa: N801  (named after torch.autograd.graph.saved_tensors_hooks)
+    """Context manager: ``pack(array) -> anything`` at record time, ``unpack(anything) -> array``
+    at backward. Nested contexts use the innermost pair."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.hooks = (pack_hook, unpack_hook)
+
+    def __enter__(self):
+        self.prev = state.saved_hooks
+        state.saved_hooks = self.hooks
+        return self
+
+    def __exit__(self, *exc):
+        state.saved_hooks = self.prev
+        return False
+
+
+class save_on_disk(saved_tensors_hooks):  # noqa: N801
+    """Offload every saved value to an ``.npy`` file in `directory` (a temporary one by default)
+    and read it back at backward. A file is deleted once it has been read or no longer needed.
+
+    >>> with tape.graph.save_on_disk():
+    ...     loss = simulate(w)         # intermediates live on disk, not in memory
+    >>> loss.backward()
+    """
+
+    def __init__(self, directory=None):
+        self._tmp = tempfile.TemporaryDirectory(prefix="tapejit-saved-") if directory is None \
+            else None
+        self.directory = self._tmp.name if directory is None else os.fspath(directory)
+        os.makedirs(self.directory, exist_ok=True)
+        counter = itertools.count()
+        tag = f"{os.getpid()}-{id(self):x}"
+
+        def pack(a):
+            path = os.path.join(self.directory, f"saved-{tag}-{next(counter)}.npy")
+            np.save(path, a)
+            return _SavedFile(path)
+
+        def unpack(f):
+            return f.read()
+
+        super().__init__(pack, unpack)
+
+
+class _SavedFile:
+    """A saved value on disk; the file goes away with the last reference to this object."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path):
+        self.path = path
+
+    def read(self):
+        return np.load(self.path)
+
+    def __del__(self):
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
