@@ -16,6 +16,7 @@ import jit
 from jit.table import OPCODE, TABLE
 
 from ._hooks import run_hooks
+from ._state import state
 
 BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or to read values that were freed "
@@ -34,6 +35,14 @@ def run(roots, seeds, inputs=None, retain_graph=False):
     With `inputs` None, leaf gradients accumulate into ``.grad``. Otherwise returns a list with
     the gradient of each input (None where no path reaches it).
     """
+    prev, state.multi_hooks = state.multi_hooks, []  # multi-grad hooks fire once, at the end
+    try:
+        return _run(roots, seeds, inputs, retain_graph)
+    finally:
+        state.multi_hooks = prev
+
+
+def _run(roots, seeds, inputs, retain_graph):
     want = None  # id of each requested input -> its positions in `inputs` (it may repeat)
     if inputs is not None:
         want = {}
@@ -72,6 +81,13 @@ def run(roots, seeds, inputs=None, retain_graph=False):
                 pending[link_tape.id] = (link_tape, [])
                 heapq.heappush(heap, -link_tape.id)
             pending[link_tape.id][1].append((slot, g))
+    _deliver_leaves(leaf_grads, want, out)
+    for mh in state.multi_hooks:
+        mh.fire()
+    return out
+
+
+def _deliver_leaves(leaf_grads, want, out):
     for leaf, g in leaf_grads.values():
         g = np.reshape(g, leaf.shape)
         m = leaf._meta
@@ -87,7 +103,6 @@ def run(roots, seeds, inputs=None, retain_graph=False):
         else:
             for i in want[id(leaf)]:
                 out[i] = g if out[i] is None else out[i] + g
-    return out
 
 
 def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):

@@ -7,6 +7,7 @@ class _State(threading.local):
         self.tape = None  # the tape new rows go to; None until the first recorded op
         self.grad = True  # False inside no_grad()
         self.saved_hooks = None  # (pack, unpack) inside graph.saved_tensors_hooks()
+        self.multi_hooks = None  # multi-grad hooks that saw a gradient in the running backward
 
 
 state = _State()

@@ -84,3 +84,52 @@ class _SavedFile:
             os.remove(self.path)
         except OSError:
             pass
+
+
+class _MultiGradHook:
+    """Collects the gradients of several tensors during one backward; fires once at its end."""
+
+    def __init__(self, tensors, fn):
+        self.fn = fn
+        self.grads = [None] * len(tensors)
+        self.seen = False
+        self.handles = [t.register_hook(self._collector(i)) for i, t in enumerate(tensors)]
+
+    def _collector(self, i):
+        def collect(g):
+            self.grads[i] = g
+            if not self.seen:
+                self.seen = True
+                state.multi_hooks.append(self)
+
+        return collect
+
+    def fire(self):
+        grads, self.grads, self.seen = self.grads, [None] * len(self.grads), False
+        self.fn(grads)
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Call ``fn(grads)`` once per backward, after the gradients of all `tensors` are computed
+    (``grads[i]`` is None for a tensor the backward did not reach). Returns a removable handle.
+
+    >>> h = tape.graph.register_multi_grad_hook([a, b], lambda gs: print([g is None for g in gs]))
+    """
+    if mode != "all":
+        raise ValueError(f"register_multi_grad_hook: only mode='all' is supported (got {mode!r})")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not getattr(t, "requires_grad", False):
+            raise RuntimeError(f"register_multi_grad_hook: tensors[{i}] does not require grad")
+    return _MultiGradHook(tensors, fn)

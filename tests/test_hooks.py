@@ -161,3 +161,32 @@ def test_hooks_do_not_leak_tapes():
     del y, loss
     gc.collect()
     assert sum(r() is not None for r in refs) == 0
+
+
+def test_multi_grad_hook_fires_once_after_all_gradients():
+    x = leaf()
+    y = x * 2.0
+    z = x * 5.0
+    unused = x * 7.0
+    calls = []
+    order = []
+    y.register_hook(lambda g: order.append("y"))
+    h = tape.graph.register_multi_grad_hook(
+        [x, y, z, unused], lambda gs: (calls.append(gs), order.append("multi")))
+    ((y * y).sum() + z.sum()).backward()
+    assert len(calls) == 1 and order[-1] == "multi"
+    gx, gy, gz, gu = calls[0]
+    np.testing.assert_array_equal(gy, 4.0 * X0)
+    np.testing.assert_array_equal(gz, [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(gx, 8.0 * X0 + 5.0)
+    assert gu is None
+    h.remove()
+    ((x * 3.0).sum()).backward()
+    assert len(calls) == 1
+
+
+def test_multi_grad_hook_errors():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        tape.graph.register_multi_grad_hook([tape.tensor(X0)], lambda gs: None)
+    with pytest.raises(ValueError, match="mode"):
+        tape.graph.register_multi_grad_hook([leaf()], lambda gs: None, mode="any")
