@@ -135,3 +135,23 @@ def test_measurement_detects_a_leak():
     growth = _growth(lambda: kept.append(np.ones((16, 16, 3))), n)
     kept.clear()
     assert growth >= _bound(n), (growth, _bound(n))
+
+
+def test_memory_is_flat_with_hooks_active():
+    """Hooks, retain_grad and a BackwardState callback on every step leak nothing."""
+    n = 10_000
+    pos = tape.tensor(POS0, requires_grad=True)
+    state = tape.BackwardState()
+    state.scale = lambda g: g * 1.0
+
+    def body():
+        vel = VEL0 + (0.5 * DT) * _accel(pos)
+        vel.register_hook(lambda g: g)
+        vel.retain_grad()
+        vel = state.hook(vel, "scale")
+        loss = 0.5 * np.sum(MASSES[:, None] * vel * vel)
+        loss.backward()
+        pos.grad = None
+
+    growth = _growth(body, n)
+    assert growth < _bound(n), f"RSS grew by {growth / 1e6:.2f} MB over {n} iterations"

@@ -271,3 +271,44 @@ from workloads import lorenz_inputs, lorenz_loss
 tape.value_and_grad(lorenz_loss)(*lorenz_inputs())
 """
         return stmt, setup
+
+
+class HookOverhead:
+    """W5's backward (record once, sweep again with retain_graph) without hooks, and with an
+    identity tensor hook about every 100 rows: each hook cuts the jitted sweep once."""
+
+    def setup(self):
+        import workloads
+
+        pos0, vel0, masses = workloads.nbody_inputs()
+        dt, eps2 = workloads.NBODY_DT, workloads.NBODY_EPS2
+
+        def accel(pos):
+            diff = pos[None, :, :] - pos[:, None, :]
+            r2 = np.sum(diff * diff, axis=2) + eps2
+            w = masses[None, :] / (r2 * np.sqrt(r2))
+            return np.sum(diff * w[:, :, None], axis=1)
+
+        def loss(pos, hook_every):
+            vel = tape.tensor(vel0)
+            acc = accel(pos)
+            for step in range(workloads.NBODY_STEPS):
+                vel = vel + (0.5 * dt) * acc
+                if hook_every and step % hook_every == 0:
+                    vel.register_hook(lambda g: g)
+                pos = pos + dt * vel
+                acc = accel(pos)
+                vel = vel + (0.5 * dt) * acc
+            return 0.5 * np.sum(masses[:, None] * vel * vel)
+
+        self.pos = tape.tensor(pos0, requires_grad=True)
+        self.plain = loss(self.pos, 0)
+        self.hooked = loss(self.pos, 6)  # ~19 rows per step: a hook every ~110 rows
+        self.plain.backward(retain_graph=True)
+        self.hooked.backward(retain_graph=True)
+
+    def time_backward_no_hooks(self):
+        self.plain.backward(retain_graph=True)
+
+    def time_backward_hook_per_100_rows(self):
+        self.hooked.backward(retain_graph=True)
