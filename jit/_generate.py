@@ -455,7 +455,7 @@ def render() -> str:
     fam_codes = ", ".join(str(FAMILIES.index(p.family)) for p in TABLE)
     text = HEADER.format(hash=table_hash())
     text += "\n" + HELPERS.rstrip() + "\n"
-    text += f"\n\n# family code of every opcode (a frozen global inside the kernels)\n"
+    text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
     text += f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from jit.table import OPCODE, TABLE
+from jit.table import OPCODE
 
 from . import _record as rec
 from ._record import binary, constant, gather, normalize_axes, plain, raw, unary
@@ -43,11 +43,7 @@ def _shape(x):
 # ---------------------------------------------------------------------------------------------
 # ufuncs
 
-UFUNC_CODE = {TABLE[c].ufunc: c for c in range(len(TABLE))
-              if TABLE[c].family in ("unary", "binary")}
-UFUNC_CODE[np.fabs] = OPCODE["abs"]
-UFUNC_CODE[np.float_power] = OPCODE["power"]
-UFUNC_CODE[np.conjugate] = OPCODE["copy"]
+UFUNC_CODE = rec.UFUNC_CODE
 # piecewise-constant ufuncs: zero gradient, so their results are constants
 ZERO_GRAD = {np.floor, np.ceil, np.trunc, np.rint, np.sign, np.floor_divide, np.heaviside,
              np.spacing}

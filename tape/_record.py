@@ -15,7 +15,7 @@ import numpy as np
 from jit.table import HELPERS, OPCODE, TABLE
 
 from ._state import state
-from ._tape import CONST, LEAF, LINK, MAX_ROWS, Tape, current_tape
+from ._tape import LEAF, LINK, MAX_ROWS, Tape, current_tape
 
 Tensor = None  # bound by _tensor.py (the class needs this module and this module the class)
 
@@ -26,6 +26,12 @@ MATMUL = OPCODE["matmul"]
 MATMUL_BLAS = OPCODE["matmul_blas"]
 COPY = OPCODE["copy"]
 F64 = np.dtype(np.float64)
+
+# NumPy ufunc -> elementwise opcode (the table's rows, plus NumPy's aliases of them)
+UFUNC_CODE = {p.ufunc: c for c, p in enumerate(TABLE) if p.family in ("unary", "binary")}
+UFUNC_CODE[np.fabs] = OPCODE["abs"]
+UFUNC_CODE[np.float_power] = OPCODE["power"]
+UFUNC_CODE[np.conjugate] = OPCODE["copy"]
 BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS between segments
 
 
@@ -314,12 +320,16 @@ def _operand(t, x, shape, n):
         return slot_in(t, x), 0, -1
     if size == 1:
         return slot_in(t, x), 1, -1
-    xshape = np.shape(xv)
+    return slot_in(t, x), 0, _map_offset(t, np.shape(xv), shape)
+
+
+def _map_offset(t, xshape, shape):
+    """IA offset of the broadcast map xshape -> shape in tape t (added once per tape)."""
     key = ("bmap", xshape, shape)
     off = t.index_cache.get(key)
     if off is None:
         off = t.index_cache[key] = t.add_ints(broadcast_map(xshape, shape))
-    return slot_in(t, x), 0, off
+    return off
 
 
 _BROADCAST_MAPS = {}  # (from shape, to shape) -> read-only flat index map, shared by all tapes
@@ -346,11 +356,7 @@ def broadcast_slot(t, x, shape):
     xv = x._v
     xshape = _shape(xv)
     value = np.broadcast_to(xv, shape).copy()
-    key = ("bmap", xshape, shape)
-    off = t.index_cache.get(key)
-    if off is None:
-        off = t.index_cache[key] = t.add_ints(broadcast_map(xshape, shape))
-    return t.row(GATHER, slot_in(t, x), -1, value, value.size, off)
+    return t.row(GATHER, slot_in(t, x), -1, value, value.size, _map_offset(t, xshape, shape))
 
 
 def where(mask, a, b):

@@ -461,8 +461,7 @@ class Tensor:
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph)
 
 
-_UFUNC_CODE = {p.ufunc: c for c, p in enumerate(_record.TABLE)
-               if p.family in ("unary", "binary")}
+_UFUNC_CODE = _record.UFUNC_CODE
 _FAST_OPERANDS = {Tensor, np.ndarray, float, int}
 _NEG = OPCODE["neg"]
 _COPY = OPCODE["copy"]

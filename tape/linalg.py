@@ -11,7 +11,6 @@ import numpy as np
 
 from . import _numpy_impl as npi
 from ._record import escape, plain, raw
-from ._tensor import Tensor
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 

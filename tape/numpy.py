@@ -7,8 +7,6 @@ straight from NumPy.
 import numpy as _np
 
 from . import _numpy_impl as _impl
-from ._record import OPCODE as _OPCODE
-from ._record import TABLE as _TABLE
 
 globals().update(_impl.EXPORTS)
 
