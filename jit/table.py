@@ -167,6 +167,11 @@ TABLE: tuple[Prim, ...] = (
     Prim("det", "escape", np.linalg.det, vjp=_det_vjp),
     Prim("logabsdet", "escape", None, vjp=_logabsdet_vjp),
     Prim("solve", "escape", np.linalg.solve, vjp=_solve_vjp),
+    # custom Functions (tape.Function): a chain of "function" rows ties a call's tensor
+    # arguments to one hub slot and each output is a "function_out" row of the hub; the backward
+    # driver runs the user's backward at the hub, between jitted segments
+    Prim("function", "escape"),
+    Prim("function_out", "escape"),
 )
 
 OPCODE = {p.name: i for i, p in enumerate(TABLE)}

@@ -13,10 +13,13 @@ from . import autograd, graph, linalg, numpy
 from ._state import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor, tensor
 from .backward_state import BackwardState
+from .function import Function, FunctionCtx
 from .functional import grad, value_and_grad, vjp
 from .gradcheck import GradcheckError, gradcheck
+from .saved_variable import SavedVariable
 
 __version__ = "0.1.0"
 
-__all__ = ["Tensor", "tensor", "BackwardState", "no_grad", "enable_grad", "is_grad_enabled", "autograd", "graph", "numpy",
-           "linalg", "grad", "value_and_grad", "vjp", "gradcheck", "GradcheckError"]
+__all__ = ["Tensor", "tensor", "BackwardState", "Function", "FunctionCtx", "SavedVariable",
+           "no_grad", "enable_grad", "is_grad_enabled", "autograd", "graph", "numpy", "linalg",
+           "grad", "value_and_grad", "vjp", "gradcheck", "GradcheckError"]

@@ -17,16 +17,12 @@ from jit.table import OPCODE, TABLE
 
 from ._hooks import run_hooks
 from ._state import state
-
-BACKWARD_TWICE = (
-    "Trying to backward through the graph a second time (or to read values that were freed "
-    "after the first backward). The recorded values are released after .backward() or "
-    "autograd.grad(); pass retain_graph=True to the first call if you need to backward again.")
+from .saved_variable import BACKWARD_TWICE
 
 # Rows whose reverse rule never reads an operand's value: a leaf modified in place after
 # recording is harmless when only these rows consume it.
 _VALUE_FREE = {OPCODE[n] for n in ("add", "subtract", "neg", "copy", "sum", "cumsum", "gather",
-                                   "scatter", "where")}
+                                   "scatter", "where", "function", "function_out")}
 
 
 def run(roots, seeds, inputs=None, retain_graph=False):
@@ -145,7 +141,8 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
     # The sweep is cut where Python must run: before an escape row (its reverse rule is NumPy)
     # and after the last consumer of a hooked slot (its gradient is then complete).
     hooked = [s for s in t.hooks if live[s]] if t.hooks else ()
-    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked), reverse=True)
+    hubs = [s for s in t.functions if live[s]] if t.functions else ()
+    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
     hi = n
     for c in cuts:
         jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, c + 1, hi)
@@ -157,6 +154,8 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
             g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}")
             if h.retain and want is None:
                 h.grad = g.copy() if h.grad is None else h.grad + g
+        if t.functions and c in t.functions and live[c]:
+            _run_function(t.functions[c], A, G, GO, live, need)
         if c in t.escapes and need[c]:
             _run_escape(t, A, c, G, GO, need[c])
             hi = c
@@ -184,6 +183,8 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
     if not retain_graph:
         t.freed |= need != 0
         t.freed[root != 0] = 1
+        for h in hubs:
+            t.functions[h].release()  # a Function's saved values go with its rows
         if t.freed[A.R[:, 1] >= 0].all():
             t.release()
     return links
@@ -225,3 +226,18 @@ def _run_escape(t, A, slot, G, GO, nd):
     if nd & 2:
         ob = GO[sb]
         G[ob:ob + A.size[sb]] += np.reshape(gb, -1)
+
+
+def _run_function(node, A, G, GO, live, need):
+    """Run a tape.Function's backward (Python) at its hub, between two jitted segments."""
+    grads = []
+    for slot, shape in node.outs:
+        if slot is None or not live[slot]:
+            grads.append(None)
+        else:
+            o = GO[slot]
+            grads.append(G[o:o + A.size[slot]].reshape(shape).copy() if shape else
+                         float(G[o]))
+    for slot, g in node.run_backward(grads, need):
+        o = GO[slot]
+        G[o:o + A.size[slot]] += np.reshape(g, -1)

@@ -16,9 +16,10 @@ import itertools
 
 import numpy as np
 
-from jit.table import OPCODE
+from jit.table import OPCODE, TABLE
 
 from ._state import state
+from .saved_variable import SavedVariable
 
 CONST = OPCODE["const"]
 LEAF = OPCODE["leaf"]
@@ -30,7 +31,7 @@ _ids = itertools.count()
 
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
-                 "links", "escapes", "index_cache", "consts", "hooks", "packed", "sealed", "built", "freed", "released",
+                 "links", "escapes", "index_cache", "consts", "hooks", "packed", "functions", "sealed", "built", "freed", "released",
                  "__weakref__")
 
     def __init__(self):
@@ -51,7 +52,8 @@ class Tape:
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
         self.consts = {}  # nonzero Python-float constant -> its slot
         self.hooks = None  # slot -> _hooks.SlotHooks, for tensors with hooks or retain_grad
-        self.packed = None  # side row -> (pack(value), unpack, shape) under saved_tensors_hooks
+        self.packed = None  # side row -> SavedVariable, for values packed by saved_tensors_hooks
+        self.functions = None  # hub slot -> _function.FunctionNode (tape.Function calls)
         self.sealed = False
         self.built = None
         self.freed = None  # per row: 1 after a backward without retain_graph swept it
@@ -79,12 +81,11 @@ class Tape:
         elif state.saved_hooks is not None and code != LEAF and code != LINK:
             # saved_tensors_hooks: the tape keeps pack(value) until the backward unpacks it
             # (leaves are referenced, not saved; links belong to an older tape)
-            pack, unpack = state.saved_hooks
             self.sv.append(0.0)
             self.av.append(None)
             if self.packed is None:
                 self.packed = {}
-            self.packed[k] = (pack(value), unpack, value.shape)
+            self.packed[k] = SavedVariable(value, f"op '{TABLE[code & 255].name}'")
         else:
             self.sv.append(0.0)
             self.av.append(value)
@@ -143,19 +144,18 @@ class Tape:
 
     def _unpack(self):
         """Unpack every saved value packed by saved_tensors_hooks, once, before the sweep."""
-        for k, (packed, unpack, shape) in self.packed.items():
-            v = unpack(packed)
-            v = np.asarray(v._v if hasattr(v, "_v") else v)
-            if v.shape != shape or v.dtype.kind not in "biuf":
-                raise RuntimeError(f"saved_tensors_hooks: unpack returned {v.dtype} of shape "
-                                   f"{v.shape} for a saved value of shape {shape} (float64)")
-            self.av[k] = np.ascontiguousarray(v, dtype=np.float64)
+        for k, saved in self.packed.items():
+            self.av[k] = saved.value()
         self.packed = None
 
     def release(self):
         """Drop the values once every row has been swept without retain_graph."""
         self.sv = self.av = self.ia = self.fa = None
         self.built = None
+        if self.functions:
+            for node in self.functions.values():
+                node.release()
+        self.functions = None
         self.released = True
 
 

@@ -87,26 +87,32 @@ class _SavedFile:
 
 
 class _MultiGradHook:
-    """Collects the gradients of several tensors during one backward; fires once at its end."""
+    """Collects the gradients of several tensors during one backward. Mode "all" calls ``fn``
+    once at the end of the backward with all of them; mode "any" calls it with the first one."""
 
-    def __init__(self, tensors, fn):
+    def __init__(self, tensors, fn, mode):
         self.fn = fn
+        self.any = mode == "any"
         self.grads = [None] * len(tensors)
         self.seen = False
         self.handles = [t.register_hook(self._collector(i)) for i, t in enumerate(tensors)]
 
     def _collector(self, i):
         def collect(g):
-            self.grads[i] = g
             if not self.seen:
                 self.seen = True
-                state.multi_hooks.append(self)
+                state.multi_hooks.append(self)  # fire() or reset at the end of this backward
+                if self.any:
+                    self.fn(g)
+            if not self.any:
+                self.grads[i] = g
 
         return collect
 
     def fire(self):
         grads, self.grads, self.seen = self.grads, [None] * len(self.grads), False
-        self.fn(grads)
+        if not self.any:
+            self.fn(grads)
 
     def remove(self):
         for h in self.handles:
@@ -121,15 +127,18 @@ class _MultiGradHook:
 
 
 def register_multi_grad_hook(tensors, fn, *, mode="all"):
-    """Call ``fn(grads)`` once per backward, after the gradients of all `tensors` are computed
-    (``grads[i]`` is None for a tensor the backward did not reach). Returns a removable handle.
+    """Call `fn` once per backward that reaches any of `tensors`. Returns a removable handle.
+
+    - ``mode="all"``: ``fn(grads)`` after the gradients of all of them are computed (``grads[i]``
+      is None for a tensor the backward did not reach);
+    - ``mode="any"``: ``fn(grad)`` with the first of their gradients the backward computes.
 
     >>> h = tape.graph.register_multi_grad_hook([a, b], lambda gs: print([g is None for g in gs]))
     """
-    if mode != "all":
-        raise ValueError(f"register_multi_grad_hook: only mode='all' is supported (got {mode!r})")
+    if mode not in ("all", "any"):
+        raise ValueError(f"register_multi_grad_hook: mode must be 'all' or 'any' (got {mode!r})")
     tensors = list(tensors)
     for i, t in enumerate(tensors):
         if not getattr(t, "requires_grad", False):
             raise RuntimeError(f"register_multi_grad_hook: tensors[{i}] does not require grad")
-    return _MultiGradHook(tensors, fn)
+    return _MultiGradHook(tensors, fn, mode)

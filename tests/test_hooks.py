@@ -189,4 +189,24 @@ def test_multi_grad_hook_errors():
     with pytest.raises(RuntimeError, match="does not require grad"):
         tape.graph.register_multi_grad_hook([tape.tensor(X0)], lambda gs: None)
     with pytest.raises(ValueError, match="mode"):
-        tape.graph.register_multi_grad_hook([leaf()], lambda gs: None, mode="any")
+        tape.graph.register_multi_grad_hook([leaf()], lambda gs: None, mode="first")
+
+
+def test_multi_grad_hook_any_fires_once_with_the_first_gradient():
+    x = leaf()
+    y = x * 2.0
+    z = x * 5.0  # recorded after y: the reverse sweep reaches z's gradient first
+    calls = []
+    h = tape.graph.register_multi_grad_hook([y, z], calls.append, mode="any")
+    ((y * y).sum() + z.sum()).backward()
+    assert len(calls) == 1
+    np.testing.assert_array_equal(calls[0], [1.0, 1.0, 1.0])  # z's
+    y2 = x * 2.0
+    h2 = tape.graph.register_multi_grad_hook([y2, x], calls.append, mode="any")
+    (y2 * y2).sum().backward()  # fires again in a new backward: y2's gradient comes first
+    assert len(calls) == 2
+    np.testing.assert_array_equal(calls[1], 4.0 * X0)
+    h.remove()
+    h2.remove()
+    (x * 3.0).sum().backward()
+    assert len(calls) == 2
