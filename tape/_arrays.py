@@ -57,11 +57,18 @@ def build_arrays(t):
     FA = np.concatenate(t.fa) if t.fa else np.zeros(1, np.float64)
     arr_side = np.array([j for j, v in enumerate(t.av) if v is not None], dtype=np.int64)
     arr_slot = side_slot[arr_side]
+    # values packed by saved_tensors_hooks: arrays whose address the backward fills in when it
+    # unpacks them, just before the segment that reads them
+    packed_side = np.array(sorted(t.packed or ()), dtype=np.int64)
+    packed_slot = side_slot[packed_side]
     size = np.ones(n, np.int64)
     size[arr_slot] = S[arr_side, 0]
+    size[packed_slot] = S[packed_side, 0]
     VA = sv.ctypes.data + 8 * np.arange(n, dtype=np.int64)
     VA[arr_slot] = data_pointers([t.av[j] for j in arr_side])
+    VA[packed_slot] = 0
     is_array = np.zeros(n, bool)
     is_array[arr_slot] = True
-    return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size,
-                           is_array=is_array, code=R[:, 0] & 255)
+    is_array[packed_slot] = True
+    return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size, is_array=is_array,
+                           code=R[:, 0] & 255, packed_slot=packed_slot)

@@ -143,9 +143,15 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
     hooked = [s for s in t.hooks if live[s]] if t.hooks else ()
     hubs = [s for s in t.functions if live[s]] if t.functions else ()
     cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
+    def sweep(lo, hi):
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi)
+
+    unpacker = _Unpacker(t, A, need) if t.packed else None
+    if unpacker is not None:
+        sweep = unpacker.wrap(sweep)
     hi = n
     for c in cuts:
-        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, c + 1, hi)
+        sweep(c + 1, hi)
         hi = c + 1
         h = t.hooks.get(c) if t.hooks else None
         if h is not None and live[c]:
@@ -157,9 +163,11 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
         if t.functions and c in t.functions and live[c]:
             _run_function(t.functions[c], A, G, GO, live, need)
         if c in t.escapes and need[c]:
+            if unpacker is not None:
+                unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
             _run_escape(t, A, c, G, GO, need[c])
             hi = c
-    jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, hi)
+    sweep(0, hi)
 
     def adjoint(slot, shape):
         o = GO[slot]
@@ -185,9 +193,86 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
         t.freed[root != 0] = 1
         for h in hubs:
             t.functions[h].release()  # a Function's saved values go with its rows
+        if t.packed:  # so do packed values (save_on_disk: their files) that no row still reads
+            R = A.R
+            unfreed = np.flatnonzero(t.freed == 0)
+            read = np.zeros(n, bool)
+            for col in (1, 2):
+                ops = R[unfreed, col]
+                read[ops[ops >= 0]] = True
+            read[unfreed[R[unfreed, 1] >= 0]] = True  # an op row reads its own value
+            for s in A.packed_slot[~read[A.packed_slot]]:
+                k = t.side_of[int(s)]
+                if k in t.packed:
+                    t.packed.pop(k).release()
         if t.freed[A.R[:, 1] >= 0].all():
             t.release()
     return links
+
+
+UNPACK_BUDGET = 1 << 26  # bytes of packed saved values a backward unpacks at a time
+
+
+class _Unpacker:
+    """Unpacks values packed by saved_tensors_hooks segment by segment.
+
+    A value is unpacked just before the first segment that reads it (its last reader, since the
+    sweep runs backwards) and dropped as soon as the sweep has passed below its own row (no
+    earlier row reads it). Segments are split so that about UNPACK_BUDGET bytes are unpacked at a
+    time: offloading to disk then bounds the memory of the backward as well as the forward's.
+    """
+
+    def __init__(self, t, A, need):
+        self.t, self.A = t, A
+        R = A.R
+        rows = np.flatnonzero(need)
+        last = np.full(len(R), -1, np.int64)  # the last row that reads each value
+        for col in (1, 2):
+            ops = R[rows, col]
+            ok = ops >= 0
+            np.maximum.at(last, ops[ok], rows[ok])
+        last[rows] = np.maximum(last[rows], rows)
+        self.last = {int(s): int(last[s]) for s in A.packed_slot if last[s] >= 0}
+        self.live = set()
+
+    def wrap(self, sweep):
+        def split_sweep(lo, hi):
+            pending = sorted(((ln, s) for s, ln in self.last.items()
+                              if s < hi and ln >= lo and s not in self.live), reverse=True)
+            top, batch, used = hi, [], self._bytes_live()
+            for ln, s in pending:
+                b = 8 * int(self.A.size[s])
+                if batch and used + b > UNPACK_BUDGET and ln + 1 < top:
+                    self._run(sweep, ln + 1, top, batch)
+                    top, batch, used = ln + 1, [], self._bytes_live()
+                batch.append(s)
+                used += b
+            self._run(sweep, lo, top, batch)
+
+        return split_sweep
+
+    def _run(self, sweep, lo, hi, batch):
+        self.unpack(batch)
+        sweep(lo, hi)
+        for s in [s for s in self.live if s >= lo]:  # no row below lo reads them
+            self.t.av[self.t.side_of[s]] = None
+            self.A.VA[s] = 0
+            self.live.discard(s)
+
+    def unpack(self, slots):
+        t, A = self.t, self.A
+        for s in slots:
+            s = int(s)
+            if s < 0 or s in self.live or s not in self.last:
+                continue
+            k = t.side_of[s]
+            v = t.packed[k].value()
+            t.av[k] = v
+            A.VA[s] = v.ctypes.data
+            self.live.add(s)
+
+    def _bytes_live(self):
+        return sum(8 * int(self.A.size[s]) for s in self.live)
 
 
 def _check_versions(t, A, live, need):

@@ -31,8 +31,8 @@ _ids = itertools.count()
 
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
-                 "links", "escapes", "index_cache", "consts", "hooks", "packed", "functions", "sealed", "built", "freed", "released",
-                 "__weakref__")
+                 "links", "escapes", "index_cache", "consts", "hooks", "packed", "functions", "sealed",
+                 "built", "freed", "released", "__weakref__")
 
     def __init__(self):
         self.id = next(_ids)
@@ -135,22 +135,14 @@ class Tape:
             self.seal()
             from ._arrays import build_arrays
 
-            if self.packed:
-                self._unpack()
             self.built = build_arrays(self)
             self.freed = np.zeros(len(self.built.sv), np.uint8)
             self.rows = self.sv = self.side = self.ia = self.fa = None  # the arrays hold it all
         return self.built
 
-    def _unpack(self):
-        """Unpack every saved value packed by saved_tensors_hooks, once, before the sweep."""
-        for k, saved in self.packed.items():
-            self.av[k] = saved.value()
-        self.packed = None
-
     def release(self):
         """Drop the values once every row has been swept without retain_graph."""
-        self.sv = self.av = self.ia = self.fa = None
+        self.sv = self.av = self.ia = self.fa = self.packed = None
         self.built = None
         if self.functions:
             for node in self.functions.values():

@@ -3,8 +3,11 @@
 Inside ``saved_tensors_hooks(pack, unpack)`` every array value a new row saves for the backward
 (results of ops and constants; leaves are referenced and version-checked instead, and 0-d values
 stay as floats) is handed to ``pack`` once, at record time, and the tape keeps only what ``pack``
-returns. The backward calls ``unpack`` once per packed value, outside the jitted path, before
-the sweep reads it. Typical uses: offloading to disk (``save_on_disk``) or compression::
+returns (a ``tape.SavedVariable``, as are a custom Function's saved tensors). The backward calls
+``unpack`` once per packed value it reads, outside the jitted path, segment by segment: just
+before the part of the sweep that reads the value, which is dropped again once the sweep has
+passed it, so only about 64 MiB of unpacked values are alive at a time. Typical uses:
+offloading to disk (``save_on_disk``) or compression::
 
     # keep saved values as float16 (halves, then quarters memory; gradients become approximate)
     with tape.graph.saved_tensors_hooks(lambda a: a.astype(np.float16),

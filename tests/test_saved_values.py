@@ -98,3 +98,42 @@ def test_hooks_only_apply_inside_the_context():
     w = tape.tensor(W0, requires_grad=True)
     model(w).backward()
     assert calls == []
+
+
+@pytest.mark.parametrize("budget", [1 << 15, 1 << 30])
+def test_backward_unpacks_segment_by_segment_within_a_budget(monkeypatch, budget):
+    """Packed values are unpacked just before the part of the sweep that reads them and dropped
+    once it has passed: with a small budget, few are alive at once; gradients are unchanged."""
+    import weakref
+
+    import tape._backward
+
+    monkeypatch.setattr(tape._backward, "UNPACK_BUDGET", budget)
+    alive, peak = set(), [0]
+
+    def unpack(p):
+        a = p.copy()
+        key = id(a)
+        alive.add(key)
+        weakref.finalize(a, alive.discard, key)
+        peak[0] = max(peak[0], len(alive))
+        return a
+
+    x0 = np.linspace(-1.0, 1.0, 1000)  # 8 kB per saved value
+
+    def f(w):
+        h = w
+        for _ in range(40):
+            h = np.tanh(h * w) + 0.1 * h
+        return (h * h).sum()
+
+    w = tape.tensor(x0, requires_grad=True)
+    with tape.graph.saved_tensors_hooks(lambda a: a.copy(), unpack):
+        loss = f(w)
+    loss.backward()
+    np.testing.assert_array_equal(w.grad, tape.grad(f)(x0))
+    assert not alive
+    if budget < 1 << 20:
+        assert peak[0] <= 6  # 32 kB: four values, plus the operands of the row being swept
+    else:
+        assert peak[0] >= 80  # everything at once
