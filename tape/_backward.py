@@ -35,6 +35,8 @@ def run(roots, seeds, inputs=None, retain_graph=False):
     try:
         return _run(roots, seeds, inputs, retain_graph)
     finally:
+        for mh in state.multi_hooks:
+            mh.reset()  # after an error too, so that the next backward starts clean
         state.multi_hooks = prev
 
 

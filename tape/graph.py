@@ -60,10 +60,12 @@ class save_on_disk(saved_tensors_hooks):  # noqa: N801
         counter = itertools.count()
         tag = f"{os.getpid()}-{id(self):x}"
 
+        tmp = self._tmp  # each file keeps its directory alive (this object may go first)
+
         def pack(a):
             path = os.path.join(self.directory, f"saved-{tag}-{next(counter)}.npy")
             np.save(path, a)
-            return _SavedFile(path)
+            return _SavedFile(path, tmp)
 
         def unpack(f):
             return f.read()
@@ -74,10 +76,11 @@ class save_on_disk(saved_tensors_hooks):  # noqa: N801
 class _SavedFile:
     """A saved value on disk; the file goes away with the last reference to this object."""
 
-    __slots__ = ("path",)
+    __slots__ = ("path", "directory")
 
-    def __init__(self, path):
+    def __init__(self, path, directory=None):
         self.path = path
+        self.directory = directory  # a TemporaryDirectory to keep alive, or None
 
     def read(self):
         return np.load(self.path)
@@ -113,9 +116,13 @@ class _MultiGradHook:
         return collect
 
     def fire(self):
-        grads, self.grads, self.seen = self.grads, [None] * len(self.grads), False
+        grads = self.grads
+        self.reset()
         if not self.any:
             self.fn(grads)
+
+    def reset(self):
+        self.grads, self.seen = [None] * len(self.grads), False
 
     def remove(self):
         for h in self.handles:

@@ -210,3 +210,18 @@ def test_multi_grad_hook_any_fires_once_with_the_first_gradient():
     h2.remove()
     (x * 3.0).sum().backward()
     assert len(calls) == 2
+
+
+def test_multi_grad_hook_fires_again_after_a_failed_backward():
+    state = tape.BackwardState()
+    x = leaf()
+    b = state.hook(x * 1.0, "y") * 2.0
+    calls = []
+    tape.graph.register_multi_grad_hook([b], calls.append)
+    loss = (b * 3.0).sum()
+    with pytest.raises(RuntimeError, match="member 'y' is not set"):
+        loss.backward()  # b's gradient was collected, then state.y is missing
+    state.y = lambda g: None
+    loss.backward()
+    assert len(calls) == 1
+    np.testing.assert_array_equal(calls[0][0], [3.0, 3.0, 3.0])

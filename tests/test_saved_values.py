@@ -137,3 +137,18 @@ def test_backward_unpacks_segment_by_segment_within_a_budget(monkeypatch, budget
         assert peak[0] <= 6  # 32 kB: four values, plus the operands of the row being swept
     else:
         assert peak[0] >= 80  # everything at once
+
+
+def test_save_on_disk_default_directory_outlives_the_context_object():
+    import gc
+
+    def forward():
+        w = tape.tensor(W0, requires_grad=True)
+        with tape.graph.save_on_disk():  # a temporary directory, owned by this context object
+            loss = model(w)
+        return w, loss
+
+    w, loss = forward()
+    gc.collect()  # the context object is gone; its directory must not be
+    loss.backward()
+    np.testing.assert_array_equal(w.grad, reference_grad())
