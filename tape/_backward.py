@@ -128,87 +128,28 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
         raise RuntimeError(BACKWARD_TWICE)
     _check_versions(t, A, live, need)
 
-    # adjoint arena: 0-d slots at G[slot]; live array slots packed after them
-    GO = np.arange(n, dtype=np.int64)
-    arr = np.flatnonzero(A.is_array & (live != 0))
-    sizes = A.size[arr]
-    starts = n + np.cumsum(sizes) - sizes
-    GO[arr] = starts
-    G = np.zeros(n + int(sizes.sum()))
+    GO, G = arena(A, live)
     for slot, s in tape_seeds:
         if live[slot]:  # a seed that reaches no source (e.g. a link into a tape of constants)
             o = GO[slot]
             G[o:o + A.size[slot]] += np.reshape(s, -1)
-
-    # The sweep is cut where Python must run: before an escape row (its reverse rule is NumPy)
-    # and after the last consumer of a hooked slot (its gradient is then complete).
     hooked = [s for s in t.hooks if live[s]] if t.hooks else ()
     hubs = [s for s in t.functions if live[s]] if t.functions else ()
-    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
-    def sweep(lo, hi):
-        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi)
-
-    unpacker = _Unpacker(t, A, need) if t.packed else None
-    if unpacker is not None:
-        sweep = unpacker.wrap(sweep)
-    hi = n
-    for c in cuts:
-        sweep(c + 1, hi)
-        hi = c + 1
-        h = t.hooks.get(c) if t.hooks else None
-        if h is not None and live[c]:
-            o = GO[c]
-            g = G[o:o + A.size[c]].reshape(h.shape)
-            g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}")
-            if h.retain and want is None:
-                h.grad = g.copy() if h.grad is None else h.grad + g
-        if t.functions and c in t.functions and live[c]:
-            _run_function(t.functions[c], A, G, GO, live, need)
-        if c in t.escapes and need[c]:
-            if unpacker is not None:
-                unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
-            _run_escape(t, A, c, G, GO, need[c])
-            hi = c
-    sweep(0, hi)
-
-    def adjoint(slot, shape):
-        o = GO[slot]
-        n_ = A.size[slot]
-        g = G[o:o + n_].reshape(shape)
-        # hand out a view when it is most of the arena (saves a copy of a large gradient);
-        # copy small ones, so that they do not keep the whole arena alive
-        return g if 2 * n_ >= G.size else g.copy()
+    sweep_segments(t, A, G, GO, need, live, hooked, hubs, retain_hooked=want is None)
 
     for slot, (leaf, _) in t.leaves.items():
         if live[slot]:
-            deliver_leaf(leaf, adjoint(slot, leaf.shape))
+            deliver_leaf(leaf, adjoint(A, G, GO, slot, leaf.shape))
     if want is not None:
         for x in {id(x): x for x in inputs}.values():
             if x._tape is t and x._meta is None and live[x._slot]:
-                g = adjoint(x._slot, x.shape)
+                g = adjoint(A, G, GO, x._slot, x.shape)
                 for i in want[id(x)]:
                     out[i] = g if out[i] is None else out[i] + g
-    links = [(x._tape, x._slot, adjoint(slot, x.shape)) for slot, x in t.links.items()
-             if live[slot]]
+    links = [(x._tape, x._slot, adjoint(A, G, GO, slot, x.shape))
+             for slot, x in t.links.items() if live[slot]]
     if not retain_graph:
-        t.freed |= need != 0
-        t.freed[root != 0] = 1
-        for h in hubs:
-            t.functions[h].release()  # a Function's saved values go with its rows
-        if t.packed:  # so do packed values (save_on_disk: their files) that no row still reads
-            R = A.R
-            unfreed = np.flatnonzero(t.freed == 0)
-            read = np.zeros(n, bool)
-            for col in (1, 2):
-                ops = R[unfreed, col]
-                read[ops[ops >= 0]] = True
-            read[unfreed[R[unfreed, 1] >= 0]] = True  # an op row reads its own value
-            for s in A.packed_slot[~read[A.packed_slot]]:
-                k = t.side_of[int(s)]
-                if k in t.packed:
-                    t.packed.pop(k).release()
-        if t.freed[A.R[:, 1] >= 0].all():
-            t.release()
+        free_rows(t, A, (need != 0) | (root != 0))
     return links
 
 
@@ -275,6 +216,86 @@ class _Unpacker:
 
     def _bytes_live(self):
         return sum(8 * int(self.A.size[s]) for s in self.live)
+
+
+def arena(A, mask):
+    """Offsets GO and a zeroed adjoint arena G for the slots in `mask`: 0-d slots at G[slot],
+    array slots packed after them."""
+    n = len(A.sv)
+    GO = np.arange(n, dtype=np.int64)
+    arr = np.flatnonzero(A.is_array & (mask != 0))
+    sizes = A.size[arr]
+    GO[arr] = n + np.cumsum(sizes) - sizes
+    return GO, np.zeros(n + int(sizes.sum()))
+
+
+def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
+    """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
+    run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
+    `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
+    `hubs`. `has` marks the slots that hold an adjoint in G."""
+    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
+    hooked = set(hooked)
+
+    def sweep(lo, hi):
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi)
+
+    unpacker = _Unpacker(t, A, need) if t.packed else None
+    if unpacker is not None:
+        sweep = unpacker.wrap(sweep)
+    hi = len(A.sv)
+    for c in cuts:
+        sweep(c + 1, hi)
+        hi = c + 1
+        if c in hooked:
+            h = t.hooks[c]
+            o = GO[c]
+            g = G[o:o + A.size[c]].reshape(h.shape)
+            g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}")
+            if h.retain and retain_hooked:
+                h.grad = g.copy() if h.grad is None else h.grad + g
+        if t.functions and c in t.functions and has[c]:
+            _run_function(t.functions[c], A, G, GO, has, need)
+        if c in t.escapes and need[c]:
+            if unpacker is not None:
+                unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
+            _run_escape(t, A, c, G, GO, need[c])
+            hi = c
+    sweep(0, hi)
+
+
+def adjoint(A, G, GO, slot, shape):
+    """A slot's adjoint: a view when it is most of the arena (saves copying a large gradient),
+    else a copy, so that a small gradient does not keep the whole arena alive."""
+    o = GO[slot]
+    n = A.size[slot]
+    g = G[o:o + n].reshape(shape)
+    return g if 2 * n >= G.size else g.copy()
+
+
+def free_rows(t, A, rows):
+    """After a backward without retain_graph: mark `rows` (a mask) swept, release the Function
+    calls and packed values no unswept row needs, and the whole tape once every row is swept."""
+    n = len(A.sv)
+    t.freed |= rows
+    if t.functions:
+        for h, node in t.functions.items():
+            if t.freed[h]:
+                node.release()  # a Function's saved values go with its rows
+    if t.packed:  # so do packed values (save_on_disk: their files) that no row still reads
+        R = A.R
+        unfreed = np.flatnonzero(t.freed == 0)
+        read = np.zeros(n, bool)
+        for col in (1, 2):
+            ops = R[unfreed, col]
+            read[ops[ops >= 0]] = True
+        read[unfreed[R[unfreed, 1] >= 0]] = True  # an op row reads its own value
+        for s in A.packed_slot[~read[A.packed_slot]]:
+            k = t.side_of[int(s)]
+            if k in t.packed:
+                t.packed.pop(k).release()
+    if t.freed[A.R[:, 1] >= 0].all():
+        t.release()
 
 
 def _check_versions(t, A, live, need):
