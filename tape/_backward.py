@@ -23,6 +23,7 @@ from .saved_variable import BACKWARD_TWICE
 # recording is harmless when only these rows consume it.
 _VALUE_FREE = {OPCODE[n] for n in ("add", "subtract", "neg", "copy", "sum", "cumsum", "gather",
                                    "scatter", "where", "function", "function_out")}
+_VALUE_FREE_CODES = np.array(sorted(_VALUE_FREE), dtype=np.int64)
 
 
 def run(roots, seeds, inputs=None, retain_graph=False):
@@ -235,7 +236,7 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
     `hubs`. `has` marks the slots that hold an adjoint in G."""
     cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
-    hooked = set(hooked)
+    hooked, hubs = set(hooked), set(hubs)
 
     def sweep(lo, hi):
         jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi)
@@ -254,7 +255,7 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
             g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}")
             if h.retain and retain_hooked:
                 h.grad = g.copy() if h.grad is None else h.grad + g
-        if t.functions and c in t.functions and has[c]:
+        if c in hubs:
             _run_function(t.functions[c], A, G, GO, has, need)
         if c in t.escapes and need[c]:
             if unpacker is not None:
@@ -278,24 +279,32 @@ def free_rows(t, A, rows):
     calls and packed values no unswept row needs, and the whole tape once every row is swept."""
     n = len(A.sv)
     t.freed |= rows
+    if t.freed[A.R[:, 1] >= 0].all():
+        t.release()
+        return
     if t.functions:
-        for h, node in t.functions.items():
-            if t.freed[h]:
+        for node in t.functions.values():
+            if all(t.freed[r] for r, _ in node.chain):
                 node.release()  # a Function's saved values go with its rows
-    if t.packed:  # so do packed values (save_on_disk: their files) that no row still reads
-        R = A.R
-        unfreed = np.flatnonzero(t.freed == 0)
-        read = np.zeros(n, bool)
-        for col in (1, 2):
-            ops = R[unfreed, col]
-            read[ops[ops >= 0]] = True
-        read[unfreed[R[unfreed, 1] >= 0]] = True  # an op row reads its own value
+    # values that no unswept row reads: packed ones (save_on_disk: their files) and arrays
+    R = A.R
+    unfreed = np.flatnonzero(t.freed == 0)
+    unfreed = unfreed[~np.isin(A.code[unfreed], _VALUE_FREE_CODES)]  # these read no value
+    read = np.zeros(n, bool)
+    for col in (1, 2):
+        ops = R[unfreed, col]
+        read[ops[ops >= 0]] = True
+    read[unfreed[R[unfreed, 1] >= 0]] = True  # an op row may read its own value
+    if t.packed:
         for s in A.packed_slot[~read[A.packed_slot]]:
             k = t.side_of[int(s)]
             if k in t.packed:
                 t.packed.pop(k).release()
-    if t.freed[A.R[:, 1] >= 0].all():
-        t.release()
+    for s in np.flatnonzero(A.is_array & ~read):
+        k = t.side_of[int(s)]
+        if t.av[k] is not None:
+            t.av[k] = None
+            A.VA[s] = 0  # never read again: every row that reads it is swept
 
 
 def _check_versions(t, A, live, need):
