@@ -9,18 +9,20 @@ array([1.38177329, 1.38177329, 1.38177329])
 """
 from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
 from . import _einsum  # noqa: F401  (registers np.einsum)
-from . import autograd, graph, linalg, numpy, pipelining
+from . import autograd, forward_ad, graph, linalg, numpy, pipelining
 from ._state import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor, tensor
 from .backward_state import BackwardState
 from .function import Function, FunctionCtx
 from .functional import grad, value_and_grad, vjp
 from .gradcheck import GradcheckError, gradcheck
+from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
 from .saved_variable import SavedVariable
 
 __version__ = "0.1.0"
 
 __all__ = ["Tensor", "tensor", "BackwardState", "Function", "FunctionCtx", "SavedVariable",
            "no_grad", "enable_grad", "is_grad_enabled", "autograd", "graph", "numpy", "linalg",
-           "pipelining",
+           "pipelining", "forward_ad", "jvp", "linearize", "jacfwd", "jacrev", "jacobian",
+           "hessian", "hvp",
            "grad", "value_and_grad", "vjp", "gradcheck", "GradcheckError"]

@@ -496,6 +496,23 @@ def setitem(x, key, v):
     return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
 
 
+def scatter_flat(x, v, pos, win, shape):
+    """y = x with y.flat[pos[j]] = v.flat[j] where win[j] (a scatter row from its index data;
+    forward-mode rules use it to replay a recorded item assignment on tangents)."""
+    xv, vv = raw(x), raw(v)
+    y = np.array(xv, dtype=np.float64).reshape(-1).copy()
+    vflat = np.reshape(vv, -1)
+    y[pos[win]] = vflat[win]
+    y = check_dtype(y.reshape(shape), "item assignment")
+    if not recording(x, v):
+        return plain(y)
+    t = current_tape()
+    m = pos.size
+    sv_ = slot_in(t, v) if type(v) is Tensor and v._rg else t.const(constant(vflat))
+    off = t.add_ints(np.concatenate(([m], pos, win.astype(np.int64))))
+    return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
+
+
 def reshape(x, shape):
     xv = x._v
     y = np.reshape(xv, shape)

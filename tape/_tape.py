@@ -27,6 +27,11 @@ LINK = OPCODE["link"]
 MAX_ROWS = 1 << 20  # roll over to a new tape past this many rows (bounds memory of long runs)
 
 _ids = itertools.count()
+_newest = [-1]  # id of the newest tape (forward-mode rules tell their own rows by it)
+
+
+def newest_tape_id() -> int:
+    return _newest[0]
 
 
 class Tape:
@@ -36,6 +41,7 @@ class Tape:
 
     def __init__(self):
         self.id = next(_ids)
+        _newest[0] = self.id
         self.rows = []  # flat (code, a, b) per slot
         self.sv = []  # per slot: the 0-d value as a Python float (0.0 for array slots)
         self.side = []  # flat (slot, n, ia offset, fa offset) per general row (0-d rows of 0-d
@@ -120,6 +126,8 @@ class Tape:
     def value(self, slot):
         k = self.side_of.get(slot)
         if k is None or self.av[k] is None:
+            if self.packed and k in self.packed:
+                return self.packed[k].value()
             return float(self.built.sv[slot]) if self.built is not None else self.sv[slot]
         return self.av[k]
 

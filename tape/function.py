@@ -91,6 +91,12 @@ class Function:
         raise NotImplementedError("a tape.Function subclass must define a static backward(ctx, "
                                   "*grads) to be differentiated")
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        """Forward mode (optional): one tangent per output from one per argument of forward
+        (None for non-tensors and for arguments without a tangent)."""
+        raise NotImplementedError
+
     @classmethod
     def apply(cls, *args):
         name = cls.__name__

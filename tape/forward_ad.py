@@ -1,0 +1,248 @@
+"""Forward-mode AD with nested dual levels (names as ``torch.autograd.forward_ad``).
+
+    with tape.forward_ad.dual_level():
+        x = tape.forward_ad.make_dual(p, v)        # p + eps v
+        y = f(x)
+        primal, tangent = tape.forward_ad.unpack_dual(y)   # f(p), J_f(p) v
+
+A dual tensor is recorded like any other (make_dual adds one row); its tangent at a level is
+worked out when ``unpack_dual`` asks for it, by running the forward-mode rule of every row since
+the last request (``_tangents.row_tangent``) with tensor operations. Those operations are
+recorded too, which gives everything that nests:
+
+- levels nest: a tangent computed at an inner level is an ordinary tensor, dual at the outer
+  levels, so unpacking it there gives second directional derivatives (forward over forward);
+  PyTorch refuses nested levels, tapejit does not;
+- a tangent is differentiable by ``backward``/``tape.grad`` (reverse over forward: exact
+  Hessian-vector products);
+- exiting a level clears its tangents from every tensor; a tangent is never dual at its own
+  level (rows recorded by a level's own rules carry no tangent at that level).
+
+Only recorded operations carry tangents: code run under ``tape.no_grad()`` is constant for
+forward mode too. Levels are process-wide, as PyTorch's are.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+import numpy as np
+
+from jit.table import OPCODE
+
+from . import _record
+from ._state import state
+from ._tangents import TapeReader, row_tangent
+from ._tape import current_tape, newest_tape_id
+from ._tensor import Tensor
+
+__all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
+           "UnpackedDualTensor"]
+
+CONST, LEAF, LINK, COPY = (OPCODE[n] for n in ("const", "leaf", "link", "copy"))
+FUNCTION_OUT = OPCODE["function_out"]
+
+_levels = []  # active levels, outermost first
+_counter = itertools.count()
+_exited = set()
+
+
+class UnpackedDualTensor(NamedTuple):
+    primal: object
+    tangent: object
+
+
+class _Level:
+    def __init__(self, index):
+        self.index = index
+        self.sources = {}  # (tape id, slot) -> tangent given to make_dual
+        self.tangents = {}  # (tape id, slot) -> tangent worked out so far
+        self.scanned = {}  # tape id -> rows whose tangent is worked out
+        self.readers = {}  # tape id -> TapeReader
+        self.owned = {}  # tape id -> [(lo, hi)] rows recorded by this level's rules
+        self.owned_tapes = set()  # tapes recorded by this level's rules only
+        self.fn_out = {}  # (tape id, slot) -> tangent of a Function output (from its jvp)
+        self.leaf_sources = {}  # id(leaf) -> tangent, for leaves recorded as they are
+
+    def is_own(self, tid, i):
+        if tid in self.owned_tapes:
+            return True
+        return any(lo <= i < hi for lo, hi in self.owned.get(tid, ()))
+
+
+def enter_dual_level() -> int:
+    """Enter a new (innermost) dual level; returns its index."""
+    lv = _Level(next(_counter))
+    _levels.append(lv)
+    return lv.index
+
+
+def exit_dual_level(*, level=None):
+    """Exit the innermost dual level (or check that `level` is it): its tangents are cleared."""
+    if not _levels:
+        raise RuntimeError("exit_dual_level: no dual level is active")
+    lv = _levels[-1]
+    if level is not None and level != lv.index:
+        raise RuntimeError(f"exit_dual_level: level {level} is not the innermost active level "
+                           f"({lv.index}); exit levels in the reverse order of entering them")
+    _levels.pop()
+    _exited.add(lv.index)
+    lv.sources.clear()
+    lv.tangents.clear()
+    lv.fn_out.clear()
+    lv.leaf_sources.clear()
+
+
+class dual_level:  # noqa: N801  (named after torch.autograd.forward_ad.dual_level)
+    """Context manager for a dual level; ``with dual_level() as level:`` yields its index."""
+
+    def __enter__(self):
+        self.level = enter_dual_level()
+        return self.level
+
+    def __exit__(self, *exc):
+        exit_dual_level(level=self.level)
+        return False
+
+
+def _level(level, what):
+    if level is None:
+        if not _levels:
+            raise RuntimeError(f"{what}: no dual level is active; use it inside "
+                               "`with tape.forward_ad.dual_level():`")
+        return _levels[-1]
+    for lv in _levels:
+        if lv.index == level:
+            return lv
+    if level in _exited:
+        raise RuntimeError(f"{what}: dual level {level} has been exited; its tangents were "
+                           "cleared when it exited")
+    raise RuntimeError(f"{what}: no active dual level {level}")
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A tensor with primal `tensor` and, at `level` (default: the innermost), `tangent`."""
+    lv = _level(level, "make_dual")
+    pv = tensor._v if type(tensor) is Tensor else np.asarray(tensor)
+    tv = tangent._v if type(tangent) is Tensor else np.asarray(tangent)
+    for name, v in (("primal", pv), ("tangent", tv)):
+        if type(v) is not float and np.asarray(v).dtype.kind not in "biuf":
+            raise TypeError(f"make_dual: the {name} has dtype {np.asarray(v).dtype}; tapejit "
+                            "works in float64")
+    if np.shape(pv) != np.shape(tv):
+        raise ValueError(f"make_dual: the tangent has shape {np.shape(tv)} but the primal has "
+                         f"shape {np.shape(pv)}; they must match")
+    if type(tangent) is not Tensor:
+        tangent = _record.plain(_record.check_dtype(np.array(tv, dtype=np.float64), "tangent"))
+    t = current_tape()
+    if type(tensor) is Tensor and tensor._rg and state.grad:
+        y = _record.unary(COPY, tensor)  # keeps the primal's history
+    else:
+        value = _record.check_dtype(np.array(pv, dtype=np.float64), "make_dual")
+        y = _record.result(value, t, t.const(value))  # recorded, so ops on it are too
+    lv.sources[(y._tape.id, y._slot)] = tangent
+    return y
+
+
+def unpack_dual(tensor, *, level=None):
+    """``(primal, tangent)`` of `tensor` at `level` (default: the innermost); the tangent is
+    None when the tensor does not depend on that level's dual inputs."""
+    if level is None and not _levels:
+        return UnpackedDualTensor(tensor, None)
+    lv = _level(level, "unpack_dual")
+    if type(tensor) is not Tensor or tensor._tape is None or not tensor._rg:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(tensor, _tangent(lv, tensor._tape, tensor._slot))
+
+
+def _tangent(lv, t, slot):
+    """Tangent of `slot` of tape `t` at level `lv`, working out the rows up to it first."""
+    tid = t.id
+    if lv.scanned.get(tid, 0) <= slot:
+        _scan(lv, t, slot)
+    return lv.tangents.get((tid, slot))
+
+
+def _scan(lv, t, upto):
+    tid = t.id
+    if t.released:
+        raise RuntimeError("unpack_dual: the tensor's tape was freed by a backward; unpack "
+                           "its tangent before calling backward (or pass retain_graph=True)")
+    rd = lv.readers.get(tid)
+    if rd is None:
+        rd = lv.readers[tid] = TapeReader(t)
+    cur = state.tape if state.tape is not None and not state.tape.sealed else None
+    cur_id, cur_len, newest = (cur.id if cur else None), (len(cur) if cur else 0), \
+        newest_tape_id()
+    try:
+        for i in range(lv.scanned.get(tid, 0), upto + 1):
+            if lv.is_own(tid, i):
+                continue
+            src = lv.sources.get((tid, i))
+            if src is not None:
+                lv.tangents[(tid, i)] = src
+                continue
+            code, a, b, _ = rd.row(i)
+            op = code & 255
+            if op == LEAF and lv.leaf_sources:
+                g = lv.leaf_sources.get(id(t.leaves[i][0]))
+                if g is not None:
+                    lv.tangents[(tid, i)] = g
+                continue
+            if op == CONST or op == LEAF:
+                continue
+            if op == LINK:
+                x = t.links[i]
+                g = _tangent(lv, x._tape, x._slot)
+            else:
+                ta = lv.tangents.get((tid, a)) if a >= 0 else None
+                tb = lv.tangents.get((tid, b)) if b >= 0 else None
+                if ta is None and tb is None and op != FUNCTION_OUT and not (
+                        t.functions and i in t.functions):
+                    continue
+                g = row_tangent(rd, i, ta, tb, functions=lambda s: _function_rule(lv, t, s))
+            if g is not None:
+                lv.tangents[(tid, i)] = g
+        lv.scanned[tid] = max(lv.scanned.get(tid, 0), upto + 1)
+    finally:
+        # the rows the rules just recorded are this level's own: no tangent at this level
+        if cur is not None:
+            lv.owned.setdefault(cur_id, []).append((cur_len, len(cur)))
+        lv.owned_tapes.update(range(newest + 1, newest_tape_id() + 1))
+
+
+def _function_rule(lv, t, slot):
+    """Custom Functions: at the hub, call ``F.jvp(ctx, *tangents)``; outputs read its result."""
+    tid = t.id
+    node = t.functions.get(slot) if t.functions else None
+    if node is None:
+        return lv.fn_out.get((tid, slot))  # a function_out row (or a chain row: None)
+    tans = [None] * node.nargs
+    for i, s, _ in node.args:
+        tans[i] = lv.tangents.get((tid, s))
+    if all(g is None for g in tans):
+        return None
+    from .function import Function
+
+    jvp = getattr(node.cls, "jvp", Function.jvp)
+    if jvp is Function.jvp:
+        raise RuntimeError(f"function {node.cls.__name__} has no forward-mode rule: define a "
+                           f"static jvp(ctx, *tangents) returning one tangent per output to use "
+                           f"it in forward mode")
+    zeros = [g if g is not None or not node.tensor_args[i] else None
+             for i, g in enumerate(tans)]
+    res = jvp(node.ctx, *zeros)
+    if not isinstance(res, tuple):
+        res = (res,)
+    if len(res) != len(node.outs):
+        raise RuntimeError(f"function {node.cls.__name__}.jvp returned {len(res)} tangents for "
+                           f"{len(node.outs)} outputs")
+    for (s, shape), g in zip(node.outs, res):
+        if s is not None and g is not None:
+            g = g if type(g) is Tensor else _record.plain(_record.check_dtype(
+                np.asarray(g, dtype=np.float64), "jvp"))
+            if np.shape(g._v) != shape:
+                raise RuntimeError(f"function {node.cls.__name__}.jvp returned a tangent of "
+                                   f"shape {np.shape(g._v)} for an output of shape {shape}")
+            lv.fn_out[(tid, s)] = g
+    return None

@@ -1,0 +1,297 @@
+"""Forward mode and second order, functional style: jvp, linearize, Jacobians, Hessians, HVPs.
+
+NumPy arrays in, NumPy arrays out; when the primals or tangents are tensors with history (a
+transform nested in ``tape.grad`` or in another ``jvp``), the results are tensors with history,
+so transforms compose to any depth: ``tape.grad(lambda x: tape.jvp(f, (x,), (v,))[1])``.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import autograd, forward_ad
+from ._state import state
+from ._tensor import Tensor
+from .functional import _argnums, _as_leaf, _FreshTape
+
+
+def _tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _val(x):
+    return x._v if type(x) is Tensor else x
+
+
+def _array_out(x, like_float):
+    v = _val(x)
+    if type(v) is float or np.ndim(v) == 0:
+        return float(v) if like_float else np.float64(v)
+    return np.array(v)
+
+
+def _zeros(shape):
+    return 0.0 if shape == () else np.zeros(shape)
+
+
+def jvp(f, primals, tangents, has_aux=False):
+    """``(f(*primals), J_f(primals) @ tangents)``: one forward-mode directional derivative.
+
+    >>> tape.jvp(np.sin, (0.5,), (1.0,))          # (sin 0.5, cos 0.5)
+    (0.479425538604203, 0.8775825618903728)
+
+    ``primals`` and ``tangents`` are tuples (one entry per argument of f) of matching shapes.
+    """
+    primals, tangents = _tuple(primals), _tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        if np.shape(_val(p)) != np.shape(_val(t)):
+            raise ValueError(f"jvp: tangents[{i}] has shape {np.shape(_val(t))}, primals[{i}] "
+                             f"has shape {np.shape(_val(p))}")
+    nested = any(type(x) is Tensor and x._rg for x in primals + tangents)
+    with forward_ad.dual_level():
+        prev = state.grad
+        state.grad = True  # forward mode rides on the recording
+        try:
+            xs = [forward_ad.make_dual(p, t) for p, t in zip(primals, tangents)]
+            out = f(*xs)
+            aux = None
+            if has_aux:
+                out, aux = out
+            outs = _tuple(out)
+            tans = [forward_ad.unpack_dual(o).tangent if type(o) is Tensor else None
+                    for o in outs]
+        finally:
+            state.grad = prev
+    res_p, res_t = [], []
+    for o, g in zip(outs, tans):
+        shape = np.shape(_val(o))
+        if g is None:
+            g = _zeros(shape)
+        if nested:
+            res_p.append(o)
+            res_t.append(g)
+        else:
+            res_p.append(_array_out(o, type(_val(o)) is float))
+            res_t.append(_array_out(g, type(_val(o)) is float))
+    single = not isinstance(out, (tuple, list))
+    rp = res_p[0] if single else tuple(res_p)
+    rt = res_t[0] if single else tuple(res_t)
+    return (rp, rt, aux) if has_aux else (rp, rt)
+
+
+class _Recorded:
+    """f recorded once at `primals` (leaves), for tangents pushed through it many times."""
+
+    def __init__(self, f, primals):
+        self.xs = [_as_leaf(p, i) for i, p in enumerate(primals)]
+        with _FreshTape():
+            out = f(*self.xs)
+        self.single = not isinstance(out, (tuple, list))
+        self.outs = [o if type(o) is Tensor else Tensor(o) for o in _tuple(out)]
+
+    def tangents(self, tangents):
+        """Tangents of the outputs for input tangents (tensors with history when the rules
+        are recorded, i.e. in grad mode)."""
+        lv_index = forward_ad.enter_dual_level()
+        try:
+            lv = forward_ad._levels[-1]
+            for x, t in zip(self.xs, tangents):
+                tv = np.asarray(_val(t), dtype=np.float64)
+                if tv.shape != x.shape:
+                    raise ValueError(f"tangent of shape {tv.shape} for an input of shape "
+                                     f"{x.shape}")
+                lv.leaf_sources[id(x)] = Tensor(tv)
+            out = []
+            for o in self.outs:
+                g = forward_ad.unpack_dual(o, level=lv_index).tangent if o._rg else None
+                out.append(g)
+            return out
+        finally:
+            forward_ad.exit_dual_level(level=lv_index)
+
+
+def linearize(f, *primals):
+    """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` pushes tangents through the recording of
+    f made once here (no re-recording per call).
+
+    >>> y, f_jvp = tape.linearize(np.sin, 0.5)
+    >>> f_jvp(2.0)                                   # 2 cos(0.5)
+    1.7551651237807455
+    """
+    rec = _Recorded(f, primals)
+    values = [_array_out(o, type(o._v) is float) for o in rec.outs]
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(rec.xs):
+            raise ValueError(f"f_jvp takes {len(rec.xs)} tangents, got {len(tangents)}")
+        with _no_record():
+            gs = rec.tangents(tangents)
+        out = [_zeros(o.shape) if g is None else _array_out(g, type(o._v) is float)
+               for g, o in zip(gs, rec.outs)]
+        return out[0] if rec.single else tuple(out)
+
+    return (values[0] if rec.single else tuple(values)), f_jvp
+
+
+class _no_record:  # noqa: N801
+    """Rules evaluated without recording: plain NumPy speed, results without history."""
+
+    def __enter__(self):
+        self.prev = state.grad
+        state.grad = False
+
+    def __exit__(self, *exc):
+        state.grad = self.prev
+        return False
+
+
+def _check_single(outs, what):
+    if len(outs) != 1:
+        raise TypeError(f"{what}: f must return one array (got {len(outs)} outputs)")
+
+
+def jacfwd(f, argnums=0):
+    """``f`` -> a function returning the Jacobian of ``f`` by forward mode (one tangent per
+    input element): shape ``out.shape + arg.shape`` (a tuple of them for a tuple of argnums)."""
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args))
+        rec = _Recorded(lambda *xs: f(*_place(args, nums, xs)), [args[i] for i in nums])
+        _check_single(rec.outs, "jacfwd")
+        (out,) = rec.outs
+        jacs = []
+        for k, x in enumerate(rec.xs):
+            cols = []
+            for j in range(x.size):
+                tans = [np.zeros(y.shape) for y in rec.xs]
+                e = np.zeros(x.size)
+                e[j] = 1.0
+                tans[k] = e.reshape(x.shape)
+                with _no_record():
+                    (g,) = rec.tangents(tans)
+                cols.append(np.zeros(out.shape) if g is None else np.asarray(g._v))
+            J = np.stack(cols, axis=-1) if cols else np.zeros(out.shape + (0,))
+            jacs.append(J.reshape(out.shape + x.shape))
+        return jacs[0] if isinstance(argnums, int) else tuple(jacs)
+
+    return wrapper
+
+
+def jacrev(f, argnums=0):
+    """``f`` -> a function returning the Jacobian of ``f`` by reverse mode (one backward per
+    output element over one recording): shape ``out.shape + arg.shape``."""
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args))
+        xs = [_as_leaf(args[i], i) for i in nums]
+        with _FreshTape():
+            out = f(*_place(args, nums, xs))
+        if not isinstance(out, Tensor):
+            out = Tensor(out)
+        m = out.size
+        rows = [np.zeros((m,) + x.shape) for x in xs]
+        if out.requires_grad:
+            for i in range(m):
+                seed = np.zeros(m)
+                seed[i] = 1.0
+                gs = autograd.grad([out], xs, grad_outputs=[seed.reshape(out.shape)],
+                                   retain_graph=i < m - 1, allow_unused=True)
+                for r, g in zip(rows, gs):
+                    if g is not None:
+                        r[i] = g
+        jacs = [r.reshape(out.shape + x.shape) for r, x in zip(rows, xs)]
+        return jacs[0] if isinstance(argnums, int) else tuple(jacs)
+
+    return wrapper
+
+
+def jacobian(f, argnums=0):
+    """The Jacobian by the cheaper mode: forward when there are fewer inputs than outputs
+    (one sweep per input element), reverse otherwise (one per output element)."""
+    fwd, rev = jacfwd(f, argnums), jacrev(f, argnums)
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args))
+        n_in = sum(np.size(_val(args[i])) for i in nums)
+        with _no_record():
+            n_out = np.size(_val(f(*args)))
+        return fwd(*args) if n_in < n_out else rev(*args)
+
+    return wrapper
+
+
+def _place(args, nums, xs):
+    args = list(args)
+    for i, x in zip(nums, xs):
+        args[i] = x
+    return args
+
+
+def hvp(f, primals, v):
+    """Exact Hessian-vector product of scalar ``f`` at `primals` with `v` (tuples for several
+    arguments): reverse over forward, ``grad_x <grad f(x), v>``, never finite differences.
+
+    >>> tape.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    array([6., 0.])
+    """
+    single = not isinstance(primals, (tuple, list))
+    primals, v = _tuple(primals), _tuple(v)
+    if len(primals) != len(v):
+        raise ValueError(f"hvp: {len(primals)} primals but {len(v)} vectors")
+    rec = _Recorded(f, primals)
+    _check_single(rec.outs, "hvp")
+    if rec.outs[0].size != 1:
+        raise TypeError(f"hvp: f must return a scalar; it returned shape {rec.outs[0].shape}")
+    hv = _hvps(rec, [list(v)])[0]
+    return hv[0] if single else tuple(hv)
+
+
+def _hvps(rec, directions):
+    """H v for each direction in `directions`, over one recording of f."""
+    out = []
+    prev = state.grad
+    for j, v in enumerate(directions):
+        state.grad = True
+        try:
+            (g,) = rec.tangents(v)
+        finally:
+            state.grad = prev
+        if g is None or not g._rg:
+            out.append([np.zeros(x.shape) for x in rec.xs])
+            continue
+        gs = autograd.grad([g], rec.xs, retain_graph=j < len(directions) - 1, allow_unused=True)
+        out.append([np.zeros(x.shape) if h is None else np.reshape(h, x.shape)
+                    for h, x in zip(gs, rec.xs)])
+    return out
+
+
+def hessian(f, argnums=0):
+    """``f`` -> a function returning the Hessian of scalar ``f`` with respect to argument
+    `argnums` (one exact Hessian-vector product per element, over one recording of f)."""
+    if not isinstance(argnums, int):
+        raise TypeError("hessian: argnums must be an int (one argument)")
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        (i,) = _argnums(argnums, len(args))
+        rec = _Recorded(lambda x: f(*_place(args, (i,), (x,))), [args[i]])
+        _check_single(rec.outs, "hessian")
+        if rec.outs[0].size != 1:
+            raise TypeError("hessian: f must return a scalar")
+        (x,) = rec.xs
+        n = x.size
+        dirs = [[np.eye(1, n, j).reshape(x.shape)] for j in range(n)]
+        H = np.stack([h[0].reshape(-1) for h in _hvps(rec, dirs)], axis=0) if n else \
+            np.zeros((0, 0))
+        return H.reshape(x.shape + x.shape)
+
+    return wrapper
+
+
+__all__ = ["jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hvp", "hessian"]
