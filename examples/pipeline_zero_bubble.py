@@ -101,7 +101,6 @@ class Pipeline:
                         tick.append(f"B{m}")
                     else:  # B and W together: two ticks, and dx is ready after both
                         dx = pipelining.stage_backward(out, dout, [x])
-                        done_w[s] += 1
                         busy[s] = 1
                         tick.append(f"B{m}")
                     if s > 0:
@@ -112,8 +111,9 @@ class Pipeline:
                     pipelining.stage_backward_weight([W, b], pending_w[s].pop(0))
                     done_w[s] += 1
                     tick.append("W")
-                elif op == "busy":
+                elif op == "busy":  # the second tick of a whole backward
                     busy[s] -= 1
+                    done_w[s] += 1
                     tick.append("W")
                 else:
                     tick.append(".")

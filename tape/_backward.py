@@ -170,6 +170,7 @@ class _Unpacker:
         self.t, self.A = t, A
         R = A.R
         rows = np.flatnonzero(need)
+        rows = rows[~np.isin(A.code[rows], _VALUE_FREE_CODES)]  # these read no value
         last = np.full(len(R), -1, np.int64)  # the last row that reads each value
         for col in (1, 2):
             ops = R[rows, col]

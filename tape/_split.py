@@ -44,13 +44,16 @@ class SplitBackward:
     def __init__(self, plans, weights):
         self.plans = plans  # newest tape first
         self.weights = list(weights)
+        self.leaf_seeds = []  # (weight, seed) for outputs that are weights themselves
         self.done = False
         self.work = {"input": _work(plans, "need_b"), "weight": _work(plans, "need_w"),
                      "full": _work(plans, "need_f")}
 
     @property
     def held_bytes(self):
-        return sum(g.nbytes for p in self.plans for g in p.kept.values())
+        return sum(g.nbytes for p in self.plans for g in p.kept.values()) + sum(
+            np.asarray(g).nbytes for p in self.plans for _, g in p.seeds) + sum(
+            np.asarray(g).nbytes for _, g in self.leaf_seeds)
 
     def __repr__(self):
         return (f"<SplitBackward: {len(self.weights)} weights, {len(self.plans)} tapes, "
@@ -263,8 +266,10 @@ def weight_phase(split, weights, retain_graph):
             _deliver(w, leaf_grads[id(w)][1])
     if not retain_graph:
         split.done = True
+        split.leaf_seeds = []
         for p in split.plans:
             p.kept = {}
+            p.seeds = []
 
 
 def _hubs(t, need):

@@ -199,8 +199,16 @@ class FunctionNode:
             if g is None and ctx.materialize_grads:
                 g = np.zeros(shape) if shape else 0.0
             gin.append(None if g is None else plain(g))
-        with no_grad():
-            res = self.cls.backward(ctx, *gin)
+        static = ctx.needs_input_grad
+        needs = [False] * self.nargs  # what this sweep needs (a split backward needs a part)
+        for (i, _, _), (row, bit) in zip(self.args, self.chain):
+            needs[i] = needs[i] or bool(need[row] & bit)
+        ctx.needs_input_grad = tuple(needs)
+        try:
+            with no_grad():
+                res = self.cls.backward(ctx, *gin)
+        finally:
+            ctx.needs_input_grad = static
         if not isinstance(res, tuple):
             res = (res,)
         if len(res) != self.nargs:

@@ -342,3 +342,41 @@ def test_worked_example_pipeline_equals_plain_backward():
     assert runs[True].bubbles() < runs[False].bubbles()
     assert len(runs[True].timeline) < len(runs[False].timeline)
     assert runs[True].held_peak > 0
+
+
+def test_split_with_packed_saved_values():
+    """Values packed by saved_tensors_hooks: B releases the ones only it read; W unpacks the
+    rest (an add row reads no value, so its packed result is never unpacked)."""
+    unpacked = []
+
+    def stage(x, W1, b1, W2):
+        with tape.graph.saved_tensors_hooks(lambda a: a.copy(),
+                                            lambda p: unpacked.append(p.shape) or p):
+            return mlp_stage(x, W1, b1, W2)
+
+    split, full, _, _ = split_and_full(stage, X0, [W10, B10, W20], DOUT)
+    assert_same(split, full)
+    assert unpacked
+
+
+def test_function_backward_sees_what_each_phase_needs():
+    seen = []
+
+    class Mul(tape.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(ctx.needs_input_grad)
+            a, b = ctx.saved_tensors
+            return g * b, g * a
+
+    x = tape.tensor(X0, requires_grad=True)
+    (W,) = leaves(np.ones(X0.shape))
+    _, groups = pp.stage_backward_input(Mul.apply(x, W).sum(), None, [x], [W])
+    pp.stage_backward_weight([W], groups)
+    assert seen == [(True, False), (False, True)]
+    np.testing.assert_array_equal(W.grad, X0)
