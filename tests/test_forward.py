@@ -1,0 +1,464 @@
+"""Forward mode (tape.forward_ad, tape.jvp and friends): every table row's JVP against finite
+differences and against its VJP (the dot-product test <v, J u> = <J^T v, u>), second order
+(Hessian-vector products by reverse over forward), nested dual levels and their errors."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tape
+import tape.forward_ad as fwAD
+from jit.table import TABLE
+
+from test_table import (BINARY, BINARY_DOMAIN, BSHAPES, REDUCE, REDUCE_FUNCS, SCAN, SEEDS,
+                        SETTINGS, SHAPES, UNARY, UNARY_DOMAIN, _distinct, _ids, shape_and_axis)
+
+
+def _np(f, args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(f(*[np.array(a, dtype=np.float64) for a in args]), dtype=np.float64)
+
+
+def check_jvp(f, args, rng, rtol=1e-6, atol=1e-7, h=1e-6, order2=False):
+    """JVP of f at args with random tangents: value, finite differences, dot-product test with
+    the VJP; with order2, also the Hessian-vector product of a random projection of f."""
+    args = [np.array(a, dtype=np.float64) for a in args]
+    us = [rng.normal(size=np.shape(a)) for a in args]
+    out, ju = tape.jvp(f, tuple(args), tuple(us))
+    out, ju = np.asarray(out), np.asarray(ju)
+    np.testing.assert_allclose(out, _np(f, args), rtol=1e-13, atol=0)
+    plus = _np(f, [a + h * u for a, u in zip(args, us)])
+    minus = _np(f, [a - h * u for a, u in zip(args, us)])
+    np.testing.assert_allclose(ju, (plus - minus) / (2 * h), rtol=rtol, atol=atol)
+    v = rng.normal(size=out.shape)
+    _, pullback = tape.vjp(f, *args)
+    jtv = pullback(v)
+    lhs = float(np.sum(v * ju))
+    terms = [np.sum(np.asarray(g) * u) for g, u in zip(jtv, us)]
+    scale = np.sum(np.abs(v * ju)) + sum(np.sum(np.abs(np.asarray(g) * u))
+                                         for g, u in zip(jtv, us)) + 1e-300
+    assert abs(lhs - float(sum(terms))) <= 1e-10 * scale, (lhs, terms)
+    if order2:
+        w = rng.normal(size=out.shape)
+
+        def g(*xs):
+            return np.sum(f(*xs) * w)
+
+        hv = tape.hvp(g, tuple(args), tuple(us))
+        gp = tape.grad(g, argnums=tuple(range(len(args))))(*[a + h * u for a, u in
+                                                             zip(args, us)])
+        gm = tape.grad(g, argnums=tuple(range(len(args))))(*[a - h * u for a, u in
+                                                             zip(args, us)])
+        for hvi, p_, m_ in zip(hv, gp, gm):
+            np.testing.assert_allclose(hvi, (np.asarray(p_) - np.asarray(m_)) / (2 * h),
+                                       rtol=1e-5, atol=1e-6)
+
+
+# -- every row of the table -------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", UNARY, ids=_ids(UNARY))
+@SETTINGS
+@given(shape=SHAPES, seed=SEEDS)
+def test_unary_jvp(p, shape, seed):
+    rng = np.random.default_rng(seed)
+    check_jvp(lambda a: p.ufunc(a), [UNARY_DOMAIN[p.name](rng, shape)], rng,
+              order2=np.prod(shape) <= 6)
+
+
+@pytest.mark.parametrize("p", UNARY, ids=_ids(UNARY))
+def test_unary_jvp_scalar_path(p):
+    rng = np.random.default_rng(3)
+    x = float(UNARY_DOMAIN[p.name](rng, ()))
+    check_jvp(lambda a: p.ufunc(a * 1.0), [x], rng, order2=True)
+
+
+@pytest.mark.parametrize("p", BINARY, ids=_ids(BINARY))
+@SETTINGS
+@given(shapes=BSHAPES, seed=SEEDS)
+def test_binary_jvp(p, shapes, seed):
+    rng = np.random.default_rng(seed)
+    (sa, sb), _ = shapes
+    da, db = BINARY_DOMAIN[p.name]
+    a, b = da(rng, sa), db(rng, sb)
+    check_jvp(lambda x, y: p.ufunc(x, y), [a, b], rng,
+              order2=np.prod(sa) <= 6 and np.prod(sb) <= 6)
+
+
+@pytest.mark.parametrize("p", BINARY, ids=_ids(BINARY))
+def test_binary_jvp_python_scalar_and_scalar_path(p):
+    rng = np.random.default_rng(5)
+    da, db = BINARY_DOMAIN[p.name]
+    a, s = da(rng, (2, 3)), float(db(rng, ()))
+    check_jvp(lambda x: p.ufunc(x, s), [a], rng)
+    check_jvp(lambda x, y: p.ufunc(x * 1.0, y * 1.0), [float(da(rng, ())), s], rng,
+              order2=True)
+
+
+@pytest.mark.parametrize("p", REDUCE, ids=_ids(REDUCE))
+@SETTINGS
+@given(sa=shape_and_axis(), keepdims=st.booleans(), seed=SEEDS)
+def test_reduce_jvp(p, sa, keepdims, seed):
+    shape, axis = sa
+    rng = np.random.default_rng(seed)
+    fname = REDUCE_FUNCS[p.name]
+    fn = getattr(np, fname)
+    if fname in ("max", "min") and 0 in shape:
+        return
+    if fname == "prod":
+        x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+    elif fname in ("max", "min"):
+        x = _distinct(rng, shape)
+    else:
+        x = rng.uniform(-3, 3, shape)
+    check_jvp(lambda a: fn(a, axis=axis, keepdims=keepdims), [x], rng,
+              order2=np.prod(shape) <= 6)
+
+
+@pytest.mark.parametrize("p", SCAN, ids=_ids(SCAN))
+@SETTINGS
+@given(sa=shape_and_axis(tuples=False), seed=SEEDS)
+def test_scan_jvp(p, sa, seed):
+    shape, axis = sa
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+    fn = getattr(np, p.name)
+    check_jvp(lambda a: fn(a, axis=axis), [x], rng, order2=np.prod(shape) <= 6)
+
+
+def test_non_differentiable_points_match_the_vjp_conventions():
+    """Where a derivative is a convention (ties, zeros, |x| at 0), JVP and VJP agree: the
+    dot-product test holds exactly there too."""
+    rng = np.random.default_rng(0)
+    cases = [
+        (lambda a: np.max(a, axis=1), [np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])]),
+        (lambda a: np.min(a), [np.array([0.5, 0.5, 1.0])]),
+        (lambda a, b: np.maximum(a, b), [np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])]),
+        (lambda a, b: np.fmin(a, b), [np.array([1.0, 2.0]), np.array([1.0, 5.0])]),
+        (lambda a: np.prod(a, axis=0), [np.array([[0.0, 2.0], [3.0, 0.0], [4.0, 0.0]])]),
+        (lambda a: np.cumprod(a), [np.array([2.0, 0.0, 3.0, 0.5])]),
+        (lambda a: np.abs(a), [np.array([0.0, -1.0, 2.0])]),
+    ]
+    for f, args in cases:
+        us = [rng.normal(size=np.shape(a)) for a in args]
+        _, ju = tape.jvp(f, tuple(args), tuple(us))
+        v = rng.normal(size=np.shape(ju))
+        _, pullback = tape.vjp(f, *args)
+        lhs = np.sum(v * ju)
+        rhs = sum(np.sum(g * u) for g, u in zip(pullback(v), us))
+        np.testing.assert_allclose(lhs, rhs, rtol=1e-12, atol=1e-14)
+
+
+def test_max_ties_share_the_tangent_evenly():
+    _, t = tape.jvp(np.max, (np.array([1.0, 3.0, 3.0]),), (np.array([10.0, 1.0, 2.0]),))
+    assert t == 1.5
+
+
+def test_prod_and_cumprod_with_zeros_exactly():
+    x, u = np.array([0.0, 2.0, 3.0]), np.array([1.0, 1.0, 1.0])
+    assert tape.jvp(np.prod, (x,), (u,))[1] == 6.0  # d prod = u0 x1 x2
+    _, t = tape.jvp(np.cumprod, (np.array([2.0, 0.0, 3.0]),), (u,))
+    np.testing.assert_array_equal(t, [1.0, 2.0, 6.0])  # y2 = x0 x1 x2: 0 + 2*1*3 + 0
+
+
+def test_index_and_shape_ops():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(3, 4))
+    for f in (lambda a: a[1:, ::2], lambda a: a.T, lambda a: a[[2, 0, 2]], lambda a: a[a > 0],
+              lambda a: np.reshape(a, (2, 6)), lambda a: np.concatenate([a, a * 2.0]),
+              lambda a: np.where(a > 0, a, a * a), lambda a: np.roll(a, 1, axis=1),
+              lambda a: np.sort(a, axis=1), lambda a: np.einsum("ij,kj->ik", a, a)):
+        check_jvp(f, [x], rng, order2=True)
+
+
+def test_item_assignment():
+    rng = np.random.default_rng(2)
+
+    def f(a, b):
+        y = a * 1.0
+        y[1] = b[0] * 2.0
+        y[0, [0, 2]] = b[1:]
+        return y
+
+    check_jvp(f, [rng.normal(size=(2, 3)), rng.normal(size=3)], rng, order2=True)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 2)), ((4,), (4, 3)), ((2, 3, 4), (4,)),
+                                    ((2, 1, 3, 4), (5, 4, 6)), ((40, 30), (30, 20))])
+def test_matmul_small_and_blas(shapes):
+    rng = np.random.default_rng(3)
+    check_jvp(lambda a, b: a @ b, [rng.normal(size=s) for s in shapes], rng,
+              order2=np.prod(shapes[0]) < 100)
+
+
+def test_linalg_escapes():
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(3, 3)) + 3.0 * np.eye(3)
+    b = rng.normal(size=3)
+    B = rng.normal(size=(2, 3, 3)) + 3.0 * np.eye(3)
+    check_jvp(np.linalg.inv, [A], rng, order2=True)
+    check_jvp(np.linalg.det, [B], rng, order2=True)
+    check_jvp(lambda a: np.linalg.slogdet(a)[1], [A], rng, order2=True)
+    check_jvp(np.linalg.solve, [A, b], rng, order2=True)
+    check_jvp(lambda a, c: np.linalg.solve(a, c), [B, rng.normal(size=(2, 3, 2))], rng)
+
+
+def test_det_of_a_singular_matrix():
+    A = np.array([[1.0, 2.0], [2.0, 4.0]])
+    U = np.array([[0.3, -1.0], [0.5, 2.0]])
+    _, t = tape.jvp(np.linalg.det, (A,), (U,))
+    eps = 1e-7
+    np.testing.assert_allclose(t, (np.linalg.det(A + eps * U) - np.linalg.det(A - eps * U))
+                               / (2 * eps), rtol=1e-6)
+
+
+def test_every_family_is_covered():
+    covered = {"unary", "binary", "reduce", "scan", "select", "gather", "scatter", "matmul",
+               "escape", "input"}
+    assert {p.family for p in TABLE} <= covered
+
+
+# -- custom Functions -----------------------------------------------------------------------
+
+class Square(tape.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2.0 * x * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 2.0 * x * t
+
+
+def test_function_with_a_jvp_rule():
+    x = np.array([1.0, -2.0])
+    _, t = tape.jvp(lambda a: np.sin(Square.apply(a)), (x,), (np.array([1.0, 0.5]),))
+    np.testing.assert_allclose(t, np.cos(x * x) * 2.0 * x * np.array([1.0, 0.5]), rtol=1e-15)
+
+
+def test_function_without_a_jvp_rule():
+    class NoJvp(tape.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+    with pytest.raises(RuntimeError, match="NoJvp has no forward-mode rule"):
+        tape.jvp(NoJvp.apply, (np.ones(2),), (np.ones(2),))
+
+
+# -- dual levels ------------------------------------------------------------------------------
+
+def test_dual_level_basics():
+    with fwAD.dual_level() as level:
+        x = fwAD.make_dual(np.array([0.5, 1.0]), np.array([1.0, 2.0]))
+        y = np.sin(x) * 3.0
+        p, t = fwAD.unpack_dual(y)
+        np.testing.assert_allclose(p.numpy(), 3.0 * np.sin([0.5, 1.0]))
+        np.testing.assert_allclose(t.numpy(), 3.0 * np.cos([0.5, 1.0]) * [1.0, 2.0])
+        assert fwAD.unpack_dual(tape.tensor(1.0)).tangent is None
+        assert fwAD.unpack_dual(y, level=level).tangent is not None
+    assert fwAD.unpack_dual(y).tangent is None  # no level active: no tangent
+
+
+def test_unpack_in_a_loop_works_incrementally():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(0.3, 1.0)
+        y = x
+        ts = []
+        for _ in range(50):
+            y = np.sin(y) + 0.1 * x
+            ts.append(float(fwAD.unpack_dual(y).tangent))
+    # the same derivative by the recurrence dy = cos(y_prev) dy_prev + 0.1
+    y, dy, want = 0.3, 1.0, []
+    for _ in range(50):
+        y, dy = np.sin(y) + 0.03, np.cos(y) * dy + 0.1
+        want.append(dy)
+    np.testing.assert_allclose(ts, want, rtol=1e-13)
+
+
+def test_two_levels_give_second_derivatives():
+    with fwAD.dual_level() as outer:
+        x = fwAD.make_dual(0.7, 1.0, level=outer)
+        with fwAD.dual_level() as inner:
+            xi = fwAD.make_dual(x, 1.0, level=inner)
+            y = np.sin(xi) * xi
+            dy = fwAD.unpack_dual(y, level=inner).tangent  # sin x + x cos x, dual at outer
+        d2y = fwAD.unpack_dual(dy, level=outer).tangent
+    assert float(dy) == pytest.approx(np.sin(0.7) + 0.7 * np.cos(0.7), rel=1e-14)
+    assert float(d2y) == pytest.approx(2 * np.cos(0.7) - 0.7 * np.sin(0.7), rel=1e-13)
+
+
+def test_three_levels_give_third_derivatives():
+    with fwAD.dual_level() as l1:
+        x1 = fwAD.make_dual(1.5, 1.0, level=l1)
+        with fwAD.dual_level() as l2:
+            x2 = fwAD.make_dual(x1, 1.0, level=l2)
+            with fwAD.dual_level() as l3:
+                x3 = fwAD.make_dual(x2, 1.0, level=l3)
+                y = x3 ** 4
+                d1 = fwAD.unpack_dual(y, level=l3).tangent
+            d2 = fwAD.unpack_dual(d1, level=l2).tangent
+        d3 = fwAD.unpack_dual(d2, level=l1).tangent
+    assert float(d3) == pytest.approx(24 * 1.5, rel=1e-13)
+
+
+def test_mixed_levels_in_one_op():
+    with fwAD.dual_level() as l1:
+        a = fwAD.make_dual(np.array([1.0, 2.0]), np.array([1.0, 0.0]), level=l1)
+        with fwAD.dual_level() as l2:
+            b = fwAD.make_dual(np.array([3.0, 4.0]), np.array([0.0, 1.0]), level=l2)
+            y = a * b
+            np.testing.assert_array_equal(fwAD.unpack_dual(y, level=l1).tangent.numpy(),
+                                          [3.0, 0.0])
+            np.testing.assert_array_equal(fwAD.unpack_dual(y, level=l2).tangent.numpy(),
+                                          [0.0, 2.0])
+
+
+def test_outer_tangent_dual_at_an_inner_level():
+    with fwAD.dual_level() as outer:
+        with fwAD.dual_level() as inner:
+            w = fwAD.make_dual(np.array([1.0, 1.0]), np.array([0.5, -1.0]), level=inner)
+            x = fwAD.make_dual(np.array([0.2, 0.4]), w, level=outer)  # tangent is dual
+            y = np.exp(x)
+            ty = fwAD.unpack_dual(y, level=outer).tangent  # exp(x) * w
+            dty = fwAD.unpack_dual(ty, level=inner).tangent  # exp(x) * [0.5, -1]
+    np.testing.assert_allclose(ty.numpy(), np.exp([0.2, 0.4]), rtol=1e-15)
+    np.testing.assert_allclose(dty.numpy(), np.exp([0.2, 0.4]) * [0.5, -1.0], rtol=1e-15)
+
+
+def test_exit_clears_the_level():
+    with fwAD.dual_level() as level:
+        x = fwAD.make_dual(np.ones(2), np.ones(2))
+        y = x * 2.0
+        fwAD.unpack_dual(y)
+    with pytest.raises(RuntimeError, match=f"dual level {level} has been exited"):
+        fwAD.unpack_dual(y, level=level)
+    with fwAD.dual_level():  # a new level knows nothing of the old tangents
+        assert fwAD.unpack_dual(y).tangent is None
+
+
+def test_level_errors():
+    with pytest.raises(RuntimeError, match="no dual level is active"):
+        fwAD.make_dual(np.ones(2), np.ones(2))
+    with fwAD.dual_level():
+        with pytest.raises(ValueError, match=r"tangent has shape \(3,\) but the primal has "
+                                             r"shape \(2,\)"):
+            fwAD.make_dual(np.ones(2), np.ones(3))
+        with pytest.raises(TypeError, match="complex128"):
+            fwAD.make_dual(np.ones(2), np.ones(2) * 1j)
+    outer = fwAD.enter_dual_level()
+    fwAD.enter_dual_level()
+    with pytest.raises(RuntimeError, match="not the innermost"):
+        fwAD.exit_dual_level(level=outer)
+    fwAD.exit_dual_level()
+    fwAD.exit_dual_level(level=outer)
+    with pytest.raises(RuntimeError, match="no dual level is active"):
+        fwAD.exit_dual_level()
+
+
+def test_forward_mode_composes_with_backward():
+    """Reverse over forward: the tangent is a recorded tensor, so backward differentiates it."""
+    x = tape.tensor(np.array([0.3, 0.9]), requires_grad=True)
+    with fwAD.dual_level():
+        xd = fwAD.make_dual(x, np.array([1.0, 0.0]))
+        y = np.sum(np.sin(xd) * xd)
+        t = fwAD.unpack_dual(y).tangent  # d/dx0 = sin x0 + x0 cos x0
+    t.backward()
+    x0 = 0.3
+    np.testing.assert_allclose(x.grad, [2 * np.cos(x0) - x0 * np.sin(x0), 0.0], rtol=1e-14)
+
+
+# -- functional -------------------------------------------------------------------------------
+
+def test_perturbation_confusion():
+    """d/dx [x * d/dy (x + y)] = 1 at any point, and the depth-3 analogue."""
+    def f(x):
+        return x * tape.jvp(lambda y: x + y, (1.0,), (1.0,))[1]
+
+    assert tape.jvp(f, (2.0,), (1.0,))[1] == 1.0
+    assert tape.grad(f)(2.0) == 1.0
+
+    def g(x):  # d/dx [x * d/dy [y * d/dz (x + y + z)]] = d/dx [x * 1] = 1
+        def h(y):
+            return y * tape.jvp(lambda z: x + y + z, (1.0,), (1.0,))[1]
+
+        return x * tape.jvp(h, (3.0,), (1.0,))[1]
+
+    assert tape.jvp(g, (5.0,), (1.0,))[1] == 1.0
+    assert tape.grad(g)(5.0) == 1.0
+
+
+def test_grad_of_a_function_that_uses_jvp():
+    def f(x):
+        _, t = tape.jvp(lambda z: np.sum(z ** 3), (x,), (np.ones(2),))  # 3 sum x^2
+        return t
+
+    np.testing.assert_allclose(tape.grad(f)(np.array([1.0, 2.0])), [6.0, 12.0])
+
+
+def test_linearize_records_once():
+    f = lambda x: np.sin(x) * x  # noqa: E731
+    x = np.array([0.1, 0.7])
+    y, f_jvp = tape.linearize(f, x)
+    np.testing.assert_allclose(y, f(x))
+    for u in (np.array([1.0, 0.0]), np.array([0.3, -2.0])):
+        np.testing.assert_allclose(f_jvp(u), (np.cos(x) * x + np.sin(x)) * u, rtol=1e-15)
+
+
+def test_jacobians_agree():
+    def f(x, w):
+        return np.tanh(np.outer(x, w) @ w) * np.sum(x)
+
+    x, w = np.array([0.2, -0.4, 1.1]), np.array([0.5, 0.3])
+    jf = tape.jacfwd(f, argnums=(0, 1))(x, w)
+    jr = tape.jacrev(f, argnums=(0, 1))(x, w)
+    jj = tape.jacobian(f, argnums=(0, 1))(x, w)
+    for a, b, c in zip(jf, jr, jj):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(a, c, rtol=1e-13, atol=1e-15)
+    assert jf[0].shape == (3, 3) and jf[1].shape == (3, 2)
+    eps = 1e-6
+    fd = np.stack([(f(x + eps * e, w) - f(x - eps * e, w)) / (2 * eps) for e in np.eye(3)], -1)
+    np.testing.assert_allclose(jf[0], fd, rtol=1e-6)
+
+
+def test_hessian_and_hvp():
+    def f(x):
+        return np.sum(np.exp(x[:-1] * x[1:])) + np.sum(x ** 4)
+
+    x = np.array([0.3, -0.2, 0.5, 0.1])
+    H = tape.hessian(f)(x)
+    np.testing.assert_allclose(H, H.T, rtol=1e-14)
+    eps = 1e-6
+    g = tape.grad(f)
+    fd = np.stack([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(H, fd, rtol=1e-6, atol=1e-8)
+    v = np.array([1.0, -1.0, 0.5, 2.0])
+    np.testing.assert_allclose(tape.hvp(f, x, v), H @ v, rtol=1e-13)
+    a, b = tape.hvp(lambda p, q: np.sum(p * p * q), (x, x), (v, v))
+    np.testing.assert_allclose(a, 2 * x * v + 2 * x * v, rtol=1e-14)  # 2q v + 2p v
+    np.testing.assert_allclose(b, 2 * x * v, rtol=1e-14)
+
+
+def test_jvp_errors():
+    with pytest.raises(ValueError, match="2 primals but 1 tangents"):
+        tape.jvp(lambda a, b: a * b, (1.0, 2.0), (1.0,))
+    with pytest.raises(ValueError, match=r"tangents\[0\] has shape \(3,\)"):
+        tape.jvp(np.sin, (np.ones(2),), (np.ones(3),))
+    with pytest.raises(TypeError, match="scalar"):
+        tape.hvp(np.sin, np.ones(2), np.ones(2))
