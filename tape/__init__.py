@@ -9,7 +9,7 @@ array([1.38177329, 1.38177329, 1.38177329])
 """
 from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
 from . import _einsum  # noqa: F401  (registers np.einsum)
-from . import autograd, forward_ad, graph, linalg, numpy, pipelining
+from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining
 from ._state import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor, tensor
 from .backward_state import BackwardState
@@ -23,6 +23,6 @@ __version__ = "0.1.0"
 
 __all__ = ["Tensor", "tensor", "BackwardState", "Function", "FunctionCtx", "SavedVariable",
            "no_grad", "enable_grad", "is_grad_enabled", "autograd", "graph", "numpy", "linalg",
-           "pipelining", "forward_ad", "jvp", "linearize", "jacfwd", "jacrev", "jacobian",
+           "pipelining", "forward_ad", "optimize", "jvp", "linearize", "jacfwd", "jacrev", "jacobian",
            "hessian", "hvp",
            "grad", "value_and_grad", "vjp", "gradcheck", "GradcheckError"]

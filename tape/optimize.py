@@ -1,0 +1,82 @@
+"""scipy.optimize with tapejit derivatives: value and gradient in one call, exact Hessian-vector
+products for Newton-type methods.
+
+    obj = tape.optimize.Objective(neg_log_likelihood, data)
+    res = scipy.optimize.minimize(x0=theta0, method="trust-ncg", **obj.minimize_kwargs())
+
+``minimize_kwargs()`` gives ``fun`` returning ``(value, gradient)`` with ``jac=True`` (one
+recording and one backward per point, as SciPy asks for both at the same point) and ``hessp``
+(an exact Hessian-vector product, reverse over forward). SciPy is needed only here; install it
+yourself (``pip install scipy``); tapejit does not depend on it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .functional import value_and_grad
+from .jacobians import hvp
+
+
+class Objective:
+    """A scalar function of a parameter vector ``f(x, *args)`` for scipy.optimize.
+
+    Counters ``nfev``, ``nhvp`` tell how often tapejit ran.
+    """
+
+    def __init__(self, f, *args):
+        self.f = f
+        self.args = args
+        self._vg = value_and_grad(f)
+        self._last = None  # (x, value, gradient) of the latest evaluation
+        self.nfev = 0
+        self.nhvp = 0
+
+    def _eval(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        if self._last is None or not np.array_equal(self._last[0], x):
+            value, g = self._vg(x, *self.args)
+            self.nfev += 1
+            self._last = (x.copy(), float(value), np.asarray(g, dtype=np.float64))
+        return self._last
+
+    def value_and_grad(self, x):
+        """``(f(x), grad f(x))``: use with ``jac=True``."""
+        _, value, g = self._eval(x)
+        return value, g.copy()
+
+    def fun(self, x):
+        return self._eval(x)[1]
+
+    def jac(self, x):
+        """The gradient (evaluated together with the value and cached)."""
+        return self._eval(x)[2].copy()
+
+    def hessp(self, x, p):
+        """Exact Hessian of f at x times p."""
+        self.nhvp += 1
+        x = np.asarray(x, dtype=np.float64)
+        return np.asarray(hvp(lambda z: self.f(z, *self.args), x,
+                              np.asarray(p, dtype=np.float64)))
+
+    def minimize_kwargs(self):
+        """Keyword arguments for ``scipy.optimize.minimize``: fun (value and gradient, with
+        ``jac=True``) and hessp."""
+        return {"fun": self.value_and_grad, "jac": True, "hessp": self.hessp}
+
+
+_HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
+
+
+def minimize(f, x0, args=(), method="trust-ncg", **kwargs):
+    """``scipy.optimize.minimize`` of ``f(x, *args)`` with tapejit's gradient (and Hessian-vector
+    products for the methods that use them). Returns SciPy's OptimizeResult."""
+    try:
+        from scipy.optimize import minimize as scipy_minimize
+    except ImportError as e:  # pragma: no cover - scipy is installed in the test environment
+        raise ImportError("tape.optimize.minimize needs SciPy: pip install scipy") from e
+    obj = Objective(f, *args)
+    kw = obj.minimize_kwargs()
+    if method.lower() not in _HESSP_METHODS:
+        kw.pop("hessp")
+    kw.update(kwargs)
+    return scipy_minimize(x0=np.asarray(x0, dtype=np.float64), method=method, **kw)
