@@ -8,6 +8,7 @@ class _State(threading.local):
         self.grad = True  # False inside no_grad()
         self.saved_hooks = None  # (pack, unpack) inside graph.saved_tensors_hooks()
         self.multi_hooks = None  # multi-grad hooks that saw a gradient in the running backward
+        self.transforms = 0  # functional transforms (grad, jvp, ...) running, outermost first
 
 
 state = _State()

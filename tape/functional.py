@@ -16,8 +16,10 @@ class _FreshTape:
     def __enter__(self):
         self.prev = state.tape, state.grad
         state.tape, state.grad = None, True
+        state.transforms += 1
 
     def __exit__(self, *exc):
+        state.transforms -= 1
         if state.tape is not None:
             state.tape.seal()
         state.tape, state.grad = self.prev
@@ -32,7 +34,16 @@ def _argnums(argnums, nargs):
     return tuple(i % nargs for i in nums)
 
 
-def _as_leaf(x, i):
+NESTED_REVERSE = (
+    "{what} got a tensor with history for argument {i}: it runs inside another transform "
+    "(tape.grad, tape.jvp, jacfwd, ...) that would need to differentiate it again. Reverse mode "
+    "inside a transform (grad of grad, create_graph) is not built yet: use tape.hessian or "
+    "tape.hvp for second derivatives, or put tape.jvp inside tape.grad (reverse over forward).")
+
+
+def _as_leaf(x, i, what="tape.grad"):
+    if type(x) is Tensor and x._rg and state.transforms:
+        raise NotImplementedError(NESTED_REVERSE.format(what=what, i=i))
     v = x.detach()._v if type(x) is Tensor else x
     arr = np.asarray(v)
     if arr.dtype.kind not in "biuf":
@@ -119,7 +130,7 @@ def vjp(f, *primals, has_aux=False):
     >>> pullback(np.arange(3.0))
     (array([0., 2., 4.]),)
     """
-    xs = [_as_leaf(p, i) for i, p in enumerate(primals)]
+    xs = [_as_leaf(p, i, "tape.vjp") for i, p in enumerate(primals)]
     with _FreshTape():
         out = f(*xs)
     aux = None

@@ -54,6 +54,7 @@ def jvp(f, primals, tangents, has_aux=False):
     with forward_ad.dual_level():
         prev = state.grad
         state.grad = True  # forward mode rides on the recording
+        state.transforms += 1
         try:
             xs = [forward_ad.make_dual(p, t) for p, t in zip(primals, tangents)]
             out = f(*xs)
@@ -64,6 +65,7 @@ def jvp(f, primals, tangents, has_aux=False):
             tans = [forward_ad.unpack_dual(o).tangent if type(o) is Tensor else None
                     for o in outs]
         finally:
+            state.transforms -= 1
             state.grad = prev
     res_p, res_t = [], []
     for o, g in zip(outs, tans):
@@ -85,8 +87,8 @@ def jvp(f, primals, tangents, has_aux=False):
 class _Recorded:
     """f recorded once at `primals` (leaves), for tangents pushed through it many times."""
 
-    def __init__(self, f, primals):
-        self.xs = [_as_leaf(p, i) for i, p in enumerate(primals)]
+    def __init__(self, f, primals, what="tape.linearize"):
+        self.xs = [_as_leaf(p, i, what) for i, p in enumerate(primals)]
         with _FreshTape():
             out = f(*self.xs)
         self.single = not isinstance(out, (tuple, list))
@@ -160,7 +162,8 @@ def jacfwd(f, argnums=0):
     @functools.wraps(f)
     def wrapper(*args):
         nums = _argnums(argnums, len(args))
-        rec = _Recorded(lambda *xs: f(*_place(args, nums, xs)), [args[i] for i in nums])
+        rec = _Recorded(lambda *xs: f(*_place(args, nums, xs)), [args[i] for i in nums],
+                        "tape.jacfwd")
         _check_single(rec.outs, "jacfwd")
         (out,) = rec.outs
         jacs = []
@@ -188,7 +191,7 @@ def jacrev(f, argnums=0):
     @functools.wraps(f)
     def wrapper(*args):
         nums = _argnums(argnums, len(args))
-        xs = [_as_leaf(args[i], i) for i in nums]
+        xs = [_as_leaf(args[i], i, "tape.jacrev") for i in nums]
         with _FreshTape():
             out = f(*_place(args, nums, xs))
         if not isinstance(out, Tensor):
@@ -244,7 +247,7 @@ def hvp(f, primals, v):
     primals, v = _tuple(primals), _tuple(v)
     if len(primals) != len(v):
         raise ValueError(f"hvp: {len(primals)} primals but {len(v)} vectors")
-    rec = _Recorded(f, primals)
+    rec = _Recorded(f, primals, "tape.hvp")
     _check_single(rec.outs, "hvp")
     if rec.outs[0].size != 1:
         raise TypeError(f"hvp: f must return a scalar; it returned shape {rec.outs[0].shape}")
@@ -252,8 +255,9 @@ def hvp(f, primals, v):
     return hv[0] if single else tuple(hv)
 
 
-def _hvps(rec, directions):
-    """H v for each direction in `directions`, over one recording of f."""
+def _hvps(rec, directions, keep=False):
+    """H v for each direction in `directions`, over one recording of f (kept for more
+    directions with `keep`)."""
     out = []
     prev = state.grad
     for j, v in enumerate(directions):
@@ -265,7 +269,8 @@ def _hvps(rec, directions):
         if g is None or not g._rg:
             out.append([np.zeros(x.shape) for x in rec.xs])
             continue
-        gs = autograd.grad([g], rec.xs, retain_graph=j < len(directions) - 1, allow_unused=True)
+        gs = autograd.grad([g], rec.xs, retain_graph=keep or j < len(directions) - 1,
+                           allow_unused=True)
         out.append([np.zeros(x.shape) if h is None else np.reshape(h, x.shape)
                     for h, x in zip(gs, rec.xs)])
     return out
@@ -280,7 +285,7 @@ def hessian(f, argnums=0):
     @functools.wraps(f)
     def wrapper(*args):
         (i,) = _argnums(argnums, len(args))
-        rec = _Recorded(lambda x: f(*_place(args, (i,), (x,))), [args[i]])
+        rec = _Recorded(lambda x: f(*_place(args, (i,), (x,))), [args[i]], "tape.hessian")
         _check_single(rec.outs, "hessian")
         if rec.outs[0].size != 1:
             raise TypeError("hessian: f must return a scalar")

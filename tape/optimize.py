@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .functional import value_and_grad
-from .jacobians import hvp
+from .jacobians import _hvps, _Recorded
 
 
 class Objective:
@@ -28,6 +28,7 @@ class Objective:
         self.args = args
         self._vg = value_and_grad(f)
         self._last = None  # (x, value, gradient) of the latest evaluation
+        self._rec = None  # (x, recording of f at x) for Hessian-vector products
         self.nfev = 0
         self.nhvp = 0
 
@@ -52,11 +53,17 @@ class Objective:
         return self._eval(x)[2].copy()
 
     def hessp(self, x, p):
-        """Exact Hessian of f at x times p."""
+        """Exact Hessian of f at x times p. f is recorded once per point: Newton-type methods
+        ask for many products at the same x."""
         self.nhvp += 1
         x = np.asarray(x, dtype=np.float64)
-        return np.asarray(hvp(lambda z: self.f(z, *self.args), x,
-                              np.asarray(p, dtype=np.float64)))
+        if self._rec is None or not np.array_equal(self._rec[0], x):
+            rec = _Recorded(lambda z: self.f(z, *self.args), (x,), "Objective.hessp")
+            if rec.outs[0].size != 1:
+                raise TypeError("Objective: f must return a scalar")
+            self._rec = (x.copy(), rec)
+        ((hv,),) = _hvps(self._rec[1], [[np.asarray(p, dtype=np.float64)]], keep=True)
+        return hv
 
     def minimize_kwargs(self):
         """Keyword arguments for ``scipy.optimize.minimize``: fun (value and gradient, with

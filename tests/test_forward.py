@@ -462,3 +462,17 @@ def test_jvp_errors():
         tape.jvp(np.sin, (np.ones(2),), (np.ones(3),))
     with pytest.raises(TypeError, match="scalar"):
         tape.hvp(np.sin, np.ones(2), np.ones(2))
+
+
+def test_reverse_mode_inside_a_transform_is_an_error_not_zeros():
+    f = lambda x: np.sum(x ** 3)  # noqa: E731
+    x = np.array([1.0, 2.0])
+    for outer, inner in ((tape.jacfwd, tape.grad), (tape.jacrev, tape.grad),
+                         (tape.grad, tape.grad), (tape.jacfwd, tape.jacfwd)):
+        g = inner(f) if inner is tape.grad else inner(lambda x: x ** 3)
+        h = (lambda x: np.sum(g(x))) if outer is tape.grad else g
+        with pytest.raises(NotImplementedError, match="not built yet"):
+            outer(h)(x)
+    with pytest.raises(NotImplementedError, match="tape.grad got a tensor with history"):
+        tape.jvp(tape.grad(f), (x,), (x,))
+    np.testing.assert_allclose(tape.hessian(f)(x), np.diag(6.0 * x))
