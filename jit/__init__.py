@@ -8,7 +8,8 @@ from .table import FAMILIES, OPCODE, TABLE, table_hash
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "reverse_sweep")
 
-__all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", *ENTRY_POINTS]
+__all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep",
+           *ENTRY_POINTS]
 
 
 def __getattr__(name):
@@ -16,6 +17,10 @@ def __getattr__(name):
         from . import _interp
 
         return getattr(_interp, name)
+    if name == "tangent_sweep":  # forward mode, rendered into its own module
+        from ._tangent import tangent_sweep
+
+        return tangent_sweep
     raise AttributeError(f"module 'jit' has no attribute {name!r}")
 
 
@@ -28,12 +33,12 @@ def warmup(verbose: bool = False) -> float:
 
     from numba.core.sigutils import normalize_signature
 
-    from . import _interp
+    from . import _interp, _tangent
 
     t0 = time.perf_counter()
-    for name in ENTRY_POINTS:
-        fn = getattr(_interp, name)
-        args, _ = normalize_signature(getattr(_interp, "SIG_" + name.upper()))
+    for module, name in [(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]:
+        fn = getattr(module, name)
+        args, _ = normalize_signature(getattr(module, "SIG_" + name.upper()))
         t = time.perf_counter()
         # compile for the argument-type tuple a real call looks up (a signature string would be
         # cached under a key that calls never hit, and the first gradient would compile again)

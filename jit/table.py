@@ -34,6 +34,7 @@ class Prim:
     f: str = ""  # scalar forward formula (elementwise rows)
     d: tuple = ()  # partial derivatives, one per operand (elementwise rows)
     vjp: object = None  # escape rows: NumPy reverse rule
+    jvp: object = None  # escape rows: NumPy forward rule, batched over k tangent directions
 
 
 def _u(name, ufunc, f, d):
@@ -96,6 +97,47 @@ def _solve_vjp(g, y, a, b, need_a, need_b):
     gb = np.linalg.solve(np.swapaxes(a, -1, -2), g)
     ga = -(gb @ np.swapaxes(y, -1, -2)) if need_a else None
     return ga, (gb if need_b else None)
+
+
+# Forward rules of the escapes: rule(ta, tb, y, a, b) -> tangent of y, where ta, tb (or None for
+# a zero tangent) carry k directions on a leading axis: (k, *shape of the operand).
+
+
+def _matmul_jvp(ta, tb, y, a, b):
+    out = 0.0
+    if ta is not None:
+        out = ta @ b
+    if tb is not None:
+        out = out + a @ tb
+    return out
+
+
+def _inv_jvp(ta, tb, y, a, b):
+    return -(y @ ta @ y)
+
+
+def _trace_solve(a, ta):
+    return np.trace(np.linalg.solve(a, ta), axis1=-2, axis2=-1)
+
+
+def _det_jvp(ta, tb, y, a, b):
+    try:
+        return y * _trace_solve(a, ta)
+    except np.linalg.LinAlgError:  # singular: d det = tr(adj(A) dA)
+        return np.trace(_adjugate(a) @ ta, axis1=-2, axis2=-1)
+
+
+def _logabsdet_jvp(ta, tb, y, a, b):
+    return _trace_solve(a, ta)
+
+
+def _solve_jvp(ta, tb, y, a, b):
+    rhs = 0.0
+    if tb is not None:
+        rhs = tb
+    if ta is not None:
+        rhs = rhs - ta @ y
+    return np.linalg.solve(a, rhs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,11 +204,11 @@ TABLE: tuple[Prim, ...] = (
     # bilinear: small batched matmul inside the sweep
     Prim("matmul", "matmul", np.matmul),
     # escapes: reverse rule in NumPy between jitted segments
-    Prim("matmul_blas", "escape", np.matmul, vjp=_matmul_vjp),
-    Prim("inv", "escape", np.linalg.inv, vjp=_inv_vjp),
-    Prim("det", "escape", np.linalg.det, vjp=_det_vjp),
-    Prim("logabsdet", "escape", None, vjp=_logabsdet_vjp),
-    Prim("solve", "escape", np.linalg.solve, vjp=_solve_vjp),
+    Prim("matmul_blas", "escape", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp),
+    Prim("inv", "escape", np.linalg.inv, vjp=_inv_vjp, jvp=_inv_jvp),
+    Prim("det", "escape", np.linalg.det, vjp=_det_vjp, jvp=_det_jvp),
+    Prim("logabsdet", "escape", None, vjp=_logabsdet_vjp, jvp=_logabsdet_jvp),
+    Prim("solve", "escape", np.linalg.solve, vjp=_solve_vjp, jvp=_solve_jvp),
     # custom Functions (tape.Function): a chain of "function" rows ties a call's tensor
     # arguments to one hub slot and each output is a "function_out" row of the hub; the backward
     # driver runs the user's backward at the hub, between jitted segments

@@ -13,7 +13,14 @@ import numpy as np
 from . import autograd, forward_ad
 from ._state import state
 from ._tensor import Tensor
+from ._forward_sweep import TangentProgram, closed_tapes
+from ._tape import newest_tape_id
 from .functional import _argnums, _as_leaf, _FreshTape
+
+JACFWD_CHUNK = 32  # tangent directions per jitted sweep in jacfwd (bounds the tangent arena)
+_NESTED = ("{what} inside another transform, of a function that uses tensors of the enclosing "
+           "transform, is not supported (its result would lose their history): use tape.jvp "
+           "there instead")
 
 
 def _tuple(x):
@@ -50,7 +57,34 @@ def jvp(f, primals, tangents, has_aux=False):
         if np.shape(_val(p)) != np.shape(_val(t)):
             raise ValueError(f"jvp: tangents[{i}] has shape {np.shape(_val(t))}, primals[{i}] "
                              f"has shape {np.shape(_val(p))}")
-    nested = any(type(x) is Tensor and x._rg for x in primals + tangents)
+    if any(type(x) is Tensor and x._rg for x in primals + tangents):
+        return _jvp_dual(f, primals, tangents, has_aux)  # nested: tensors with history
+    rec = _Recorded(f, primals, "tape.jvp", has_aux)
+    values = [_array_out(o, type(o._v) is float) for o in rec.outs]
+    if rec.program is not None:
+        tans = rec.jitted(tangents)
+    elif state.transforms or forward_ad._levels:
+        # f closed over tensors of an enclosing transform: keep the tangents' history
+        values = rec.outs
+        prev = state.grad
+        state.grad = True
+        try:
+            tans = [_zeros(o.shape) if g is None else g
+                    for g, o in zip(rec.tangents(tangents), rec.outs)]
+        finally:
+            state.grad = prev
+    else:
+        with _no_record():
+            tans = [_zeros(o.shape) if g is None else _array_out(g, type(o._v) is float)
+                    for g, o in zip(rec.tangents(tangents), rec.outs)]
+    rp = values[0] if rec.single else tuple(values)
+    rt = tans[0] if rec.single else tuple(tans)
+    return (rp, rt, rec.aux) if has_aux else (rp, rt)
+
+
+def _jvp_dual(f, primals, tangents, has_aux):
+    """jvp of tensors with history (inside another transform): dual numbers at a new level,
+    results as tensors that keep their history."""
     with forward_ad.dual_level():
         prev = state.grad
         state.grad = True  # forward mode rides on the recording
@@ -67,32 +101,51 @@ def jvp(f, primals, tangents, has_aux=False):
         finally:
             state.transforms -= 1
             state.grad = prev
-    res_p, res_t = [], []
-    for o, g in zip(outs, tans):
-        shape = np.shape(_val(o))
-        if g is None:
-            g = _zeros(shape)
-        if nested:
-            res_p.append(o)
-            res_t.append(g)
-        else:
-            res_p.append(_array_out(o, type(_val(o)) is float))
-            res_t.append(_array_out(g, type(_val(o)) is float))
+    tans = [_zeros(np.shape(_val(o))) if g is None else g for o, g in zip(outs, tans)]
     single = not isinstance(out, (tuple, list))
-    rp = res_p[0] if single else tuple(res_p)
-    rt = res_t[0] if single else tuple(res_t)
+    rp = outs[0] if single else tuple(outs)
+    rt = tans[0] if single else tuple(tans)
     return (rp, rt, aux) if has_aux else (rp, rt)
 
 
 class _Recorded:
     """f recorded once at `primals` (leaves), for tangents pushed through it many times."""
 
-    def __init__(self, f, primals, what="tape.linearize"):
+    def __init__(self, f, primals, what="tape.linearize", has_aux=False):
         self.xs = [_as_leaf(p, i, what) for i, p in enumerate(primals)]
+        self.what = what
+        first = newest_tape_id() + 1
         with _FreshTape():
             out = f(*self.xs)
+        self.aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("has_aux=True requires f to return a pair (output, aux)")
+            out, self.aux = out
         self.single = not isinstance(out, (tuple, list))
         self.outs = [o if type(o) is Tensor else Tensor(o) for o in _tuple(out)]
+        tapes = closed_tapes(self.outs, self.xs, first)
+        # closed: the jitted tangent sweep (k directions at once, no Python per op); else the
+        # tensor-level rules, whose results keep the history of what f closed over
+        self.program = TangentProgram(self.xs, self.outs, tapes) if tapes is not None else None
+
+    def check(self, tangents):
+        if len(tangents) != len(self.xs):
+            raise ValueError(f"{self.what}: {len(self.xs)} tangents expected, got "
+                             f"{len(tangents)}")
+        out = []
+        for i, (x, t) in enumerate(zip(self.xs, tangents)):
+            tv = np.asarray(_val(t), dtype=np.float64)
+            if tv.shape != x.shape:
+                raise ValueError(f"{self.what}: tangents[{i}] has shape {tv.shape}, the input "
+                                 f"has shape {x.shape}")
+            out.append(tv)
+        return out
+
+    def jitted(self, tangents):
+        """Output tangents as arrays, by the jitted sweep (closed recordings)."""
+        gs = self.program.run([t[None] for t in self.check(tangents)], 1)
+        return [_array_out(g[0], type(o._v) is float) for g, o in zip(gs, self.outs)]
 
     def tangents(self, tangents):
         """Tangents of the outputs for input tangents (tensors with history when the rules
@@ -100,11 +153,7 @@ class _Recorded:
         lv_index = forward_ad.enter_dual_level()
         try:
             lv = forward_ad._levels[-1]
-            for x, t in zip(self.xs, tangents):
-                tv = np.asarray(_val(t), dtype=np.float64)
-                if tv.shape != x.shape:
-                    raise ValueError(f"tangent of shape {tv.shape} for an input of shape "
-                                     f"{x.shape}")
+            for x, tv in zip(self.xs, self.check(tangents)):
                 lv.leaf_sources[id(x)] = Tensor(tv)
             out = []
             for o in self.outs:
@@ -126,13 +175,17 @@ def linearize(f, *primals):
     rec = _Recorded(f, primals)
     values = [_array_out(o, type(o._v) is float) for o in rec.outs]
 
+    if rec.program is None and (state.transforms or forward_ad._levels):
+        raise NotImplementedError(_NESTED.format(what="tape.linearize"))
+
     def f_jvp(*tangents):
-        if len(tangents) != len(rec.xs):
-            raise ValueError(f"f_jvp takes {len(rec.xs)} tangents, got {len(tangents)}")
-        with _no_record():
-            gs = rec.tangents(tangents)
-        out = [_zeros(o.shape) if g is None else _array_out(g, type(o._v) is float)
-               for g, o in zip(gs, rec.outs)]
+        if rec.program is not None:
+            out = rec.jitted(tangents)
+        else:
+            with _no_record():
+                gs = rec.tangents(tangents)
+            out = [_zeros(o.shape) if g is None else _array_out(g, type(o._v) is float)
+                   for g, o in zip(gs, rec.outs)]
         return out[0] if rec.single else tuple(out)
 
     return (values[0] if rec.single else tuple(values)), f_jvp
@@ -166,19 +219,35 @@ def jacfwd(f, argnums=0):
                         "tape.jacfwd")
         _check_single(rec.outs, "jacfwd")
         (out,) = rec.outs
-        jacs = []
-        for k, x in enumerate(rec.xs):
-            cols = []
-            for j in range(x.size):
-                tans = [np.zeros(y.shape) for y in rec.xs]
-                e = np.zeros(x.size)
-                e[j] = 1.0
-                tans[k] = e.reshape(x.shape)
-                with _no_record():
-                    (g,) = rec.tangents(tans)
-                cols.append(np.zeros(out.shape) if g is None else np.asarray(g._v))
-            J = np.stack(cols, axis=-1) if cols else np.zeros(out.shape + (0,))
-            jacs.append(J.reshape(out.shape + x.shape))
+        if rec.program is None and (state.transforms or forward_ad._levels):
+            raise NotImplementedError(_NESTED.format(what="tape.jacfwd"))
+        sizes = [x.size for x in rec.xs]
+        n = sum(sizes)
+        J = np.zeros((n,) + out.shape)  # one row per input element: the tangent of out
+        starts = np.cumsum([0] + sizes)
+        chunk = JACFWD_CHUNK
+        for lo in range(0, n, chunk):
+            k = min(chunk, n - lo)
+            tans = []
+            for j, x in enumerate(rec.xs):  # one-hot directions lo..lo+k-1 over all inputs
+                e = np.zeros((k, x.size))
+                for d in range(k):
+                    p = lo + d - starts[j]
+                    if 0 <= p < x.size:
+                        e[d, p] = 1.0
+                tans.append(e.reshape((k,) + x.shape))
+            if rec.program is not None:
+                (g,) = rec.program.run(tans, k)
+                J[lo:lo + k] = g
+            else:
+                for d in range(k):
+                    with _no_record():
+                        (g,) = rec.tangents([t[d] for t in tans])
+                    if g is not None:
+                        J[lo + d] = g._v
+        J = np.moveaxis(J, 0, -1)  # out.shape + (n,)
+        jacs = [J[..., starts[j]:starts[j + 1]].reshape(out.shape + x.shape)
+                for j, x in enumerate(rec.xs)]
         return jacs[0] if isinstance(argnums, int) else tuple(jacs)
 
     return wrapper
