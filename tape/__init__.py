@@ -15,7 +15,7 @@ from ._tensor import Tensor, tensor
 from .backward_state import BackwardState
 from .function import Function, FunctionCtx
 from .functional import grad, value_and_grad, vjp
-from .gradcheck import GradcheckError, gradcheck
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
 from .saved_variable import SavedVariable
 
@@ -25,4 +25,4 @@ __all__ = ["Tensor", "tensor", "BackwardState", "Function", "FunctionCtx", "Save
            "no_grad", "enable_grad", "is_grad_enabled", "autograd", "graph", "numpy", "linalg",
            "pipelining", "forward_ad", "optimize", "jvp", "linearize", "jacfwd", "jacrev", "jacobian",
            "hessian", "hvp",
-           "grad", "value_and_grad", "vjp", "gradcheck", "GradcheckError"]
+           "grad", "value_and_grad", "vjp", "gradcheck", "gradgradcheck", "GradcheckError"]

@@ -454,11 +454,13 @@ class Tensor:
         return h is not None and h.retain
 
     # -- autograd -------------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=False):
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (seeded with ``gradient``)."""
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (seeded with ``gradient``);
+        with ``create_graph=True`` the backward is recorded, for higher derivatives."""
         from .autograd import backward
 
-        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph)
+        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
+                 create_graph=create_graph)
 
 
 _UFUNC_CODE = _record.UFUNC_CODE

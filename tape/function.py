@@ -27,7 +27,7 @@ import numpy as np
 from jit.table import OPCODE
 
 from ._record import check_dtype, plain, result, slot_in
-from ._state import no_grad, state
+from ._state import enable_grad, no_grad, state
 from ._tape import MAX_ROWS, current_tape
 from ._tensor import Tensor
 from .saved_variable import SavedVariable
@@ -189,23 +189,24 @@ class FunctionNode:
         self.ctx._saved = tuple(saved)
         self.ctx._to_save = None
 
-    def run_backward(self, grads, need):
-        """Call the user's backward with the outputs' gradients (arrays, None for outputs that
-        got none); returns [(slot, gradient)] for the arguments the sweep needs."""
+    def run_backward(self, grads, need, differentiable=False):
+        """Call the user's backward with the outputs' gradients (arrays, or tensors when
+        `differentiable`; None for outputs that got none); returns [(slot, gradient)] for the
+        arguments the sweep needs. A differentiable backward runs in grad mode, recorded."""
         ctx = self.ctx
         name = self.cls.__name__
         gin = []
         for g, (_, shape) in zip(grads, self.outs):
             if g is None and ctx.materialize_grads:
                 g = np.zeros(shape) if shape else 0.0
-            gin.append(None if g is None else plain(g))
+            gin.append(None if g is None else g if type(g) is Tensor else plain(g))
         static = ctx.needs_input_grad
         needs = [False] * self.nargs  # what this sweep needs (a split backward needs a part)
         for (i, _, _), (row, bit) in zip(self.args, self.chain):
             needs[i] = needs[i] or bool(need[row] & bit)
         ctx.needs_input_grad = tuple(needs)
         try:
-            with no_grad():
+            with (enable_grad() if differentiable else no_grad()):
                 res = self.cls.backward(ctx, *gin)
         finally:
             ctx.needs_input_grad = static
@@ -220,7 +221,8 @@ class FunctionNode:
             g = res[i]
             if g is None or not need[row] & bit:
                 continue
-            out.append((slot, _check_grad(name, i, g, shape)))
+            out.append((slot, _check_grad_tensor(name, i, g, shape) if differentiable
+                         else _check_grad(name, i, g, shape)))
         for i, g in enumerate(res):
             if g is not None and not self.tensor_args[i]:
                 raise RuntimeError(f"function {name}.backward returned a gradient different "
@@ -260,6 +262,19 @@ def _dummy_row(t, a, b):
     t.sv.append(0.0)
     t.rows.extend((FUNCTION, a, b))
     return row
+
+
+def _check_grad_tensor(name, i, g, shape):
+    """As _check_grad, keeping a tensor's history."""
+    if type(g) is not Tensor:
+        return plain(_check_grad(name, i, g, shape))
+    gs = np.shape(g._v)
+    if gs == shape:
+        return g
+    _check_grad(name, i, np.zeros(gs), shape)  # the same shape errors
+    from ._vjp_rules import _sum_to
+
+    return _sum_to(g, shape)
 
 
 def _shape(v):

@@ -20,9 +20,14 @@ class _FreshTape:
 
     def __exit__(self, *exc):
         state.transforms -= 1
-        if state.tape is not None:
+        recorded = state.tape is not None
+        if recorded:
             state.tape.seal()
         state.tape, state.grad = self.prev
+        if recorded:
+            # later ops of the caller go to a new tape: a link always points to an older
+            # tape (the backward visits tapes newest first), and the caller's tape is older
+            state.tape = None
         return False
 
 
@@ -36,9 +41,8 @@ def _argnums(argnums, nargs):
 
 NESTED_REVERSE = (
     "{what} got a tensor with history for argument {i}: it runs inside another transform "
-    "(tape.grad, tape.jvp, jacfwd, ...) that would need to differentiate it again. Reverse mode "
-    "inside a transform (grad of grad, create_graph) is not built yet: use tape.hessian or "
-    "tape.hvp for second derivatives, or put tape.jvp inside tape.grad (reverse over forward).")
+    "(tape.grad, tape.jvp, jacfwd, ...) that would differentiate it again, and {what} cannot "
+    "keep that history; use tape.jvp, tape.grad, jacfwd, jacrev, hvp or hessian there instead.")
 
 
 def _as_leaf(x, i, what="tape.grad"):
@@ -78,6 +82,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums, len(args))
+        if _nested(args[i] for i in nums):
+            return _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs)
         args = list(args)
         xs = []
         for i in nums:
@@ -107,6 +113,51 @@ def value_and_grad(f, argnums=0, has_aux=False):
     return wrapper
 
 
+def _nested(args=()):
+    """Is this transform running inside an enclosing one (or a dual level), which may
+    differentiate its result again? Its arguments, or what the function closes over, may be
+    tensors of the enclosing transform: the result must keep their history."""
+    from . import forward_ad
+
+    return state.transforms > 0 or bool(forward_ad._levels) or any(
+        type(a) is Tensor and a._rg and a._meta is None for a in args)
+
+
+def _fresh_input(a, i):
+    """A new node for argument `a` of a nested transform: its own input, so that the gradient
+    is taken with respect to this use only (no perturbation confusion), history kept."""
+    from ._record import unary
+    from jit.table import OPCODE
+
+    if type(a) is Tensor and a._rg:
+        return unary(OPCODE["copy"], a)
+    return _as_leaf(a, i)
+
+
+def _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs):
+    """value_and_grad inside another transform: the backward is recorded (create_graph), and
+    value and gradients are tensors with history."""
+    args = list(args)
+    xs = []
+    for i in nums:
+        args[i] = _fresh_input(args[i], i)
+        xs.append(args[i])
+    with _FreshTape():
+        out = f(*args, **kwargs)
+        aux = None
+        if has_aux:
+            out, aux = out
+        if type(out) is not Tensor:
+            out = Tensor(out)
+        if out.size != 1:
+            raise TypeError(f"grad requires a scalar output; f returned shape {out.shape}")
+        gs = autograd.grad([out], xs, create_graph=True, allow_unused=True) \
+            if out.requires_grad else [None] * len(xs)
+    gs = tuple(Tensor(np.zeros(x.shape)) if g is None else g for g, x in zip(gs, xs))
+    grads = gs[0] if isinstance(argnums, int) else gs
+    return ((out, aux) if has_aux else out), grads
+
+
 def grad(f, argnums=0, has_aux=False):
     """``f`` -> a function returning the gradient of scalar ``f`` w.r.t. argument(s) `argnums`.
 
@@ -130,7 +181,9 @@ def vjp(f, *primals, has_aux=False):
     >>> pullback(np.arange(3.0))
     (array([0., 2., 4.]),)
     """
-    xs = [_as_leaf(p, i, "tape.vjp") for i, p in enumerate(primals)]
+    nested = _nested(primals)
+    xs = [_fresh_input(p, i) if nested else _as_leaf(p, i, "tape.vjp")
+          for i, p in enumerate(primals)]
     with _FreshTape():
         out = f(*xs)
     aux = None
@@ -138,9 +191,14 @@ def vjp(f, *primals, has_aux=False):
         out, aux = out
     if type(out) is not Tensor:
         out = Tensor(out)
-    value = _out_value(out)
+    value = out if nested else _out_value(out)
 
     def vjp_fn(cotangent):
+        if nested:  # recorded: the pullback's results keep their history
+            with _FreshTape():
+                gs = autograd.grad([out], xs, grad_outputs=[cotangent], create_graph=True,
+                                   allow_unused=True) if out.requires_grad else [None] * len(xs)
+            return tuple(Tensor(np.zeros(x.shape)) if g is None else g for g, x in zip(gs, xs))
         ct = np.asarray(cotangent._v if type(cotangent) is Tensor else cotangent, np.float64)
         if ct.shape != out.shape:
             raise ValueError(f"vjp: cotangent shape {ct.shape} does not match output shape "

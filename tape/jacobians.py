@@ -15,7 +15,7 @@ from ._state import state
 from ._tensor import Tensor
 from ._forward_sweep import TangentProgram, closed_tapes
 from ._tape import newest_tape_id
-from .functional import _argnums, _as_leaf, _FreshTape
+from .functional import _argnums, _as_leaf, _FreshTape, _fresh_input, _nested
 
 JACFWD_CHUNK = 32  # tangent directions per jitted sweep in jacfwd (bounds the tangent arena)
 _NESTED = ("{what} inside another transform, of a function that uses tensors of the enclosing "
@@ -215,6 +215,8 @@ def jacfwd(f, argnums=0):
     @functools.wraps(f)
     def wrapper(*args):
         nums = _argnums(argnums, len(args))
+        if _nested(args[i] for i in nums):
+            return _jacfwd_nested(f, args, nums, argnums)
         rec = _Recorded(lambda *xs: f(*_place(args, nums, xs)), [args[i] for i in nums],
                         "tape.jacfwd")
         _check_single(rec.outs, "jacfwd")
@@ -260,6 +262,8 @@ def jacrev(f, argnums=0):
     @functools.wraps(f)
     def wrapper(*args):
         nums = _argnums(argnums, len(args))
+        if _nested(args[i] for i in nums):
+            return _jacrev_nested(f, args, nums, argnums)
         xs = [_as_leaf(args[i], i, "tape.jacrev") for i in nums]
         with _FreshTape():
             out = f(*_place(args, nums, xs))
@@ -280,6 +284,47 @@ def jacrev(f, argnums=0):
         return jacs[0] if isinstance(argnums, int) else tuple(jacs)
 
     return wrapper
+
+
+def _jacfwd_nested(f, args, nums, argnums):
+    """jacfwd inside another transform: one recorded jvp (dual numbers) per input element."""
+    prim = [args[i] for i in nums]
+    shapes = [np.shape(_val(p)) for p in prim]
+    cols = [[] for _ in prim]
+    out = None
+    for k, sh in enumerate(shapes):
+        for j in range(int(np.prod(sh))):
+            tans = [np.zeros(s) for s in shapes]
+            tans[k].reshape(-1)[j] = 1.0
+            out, g = _jvp_dual(lambda *xs: f(*_place(args, nums, xs)), tuple(prim),
+                               tuple(tans), False)
+            cols[k].append(g)
+    oshape = np.shape(_val(out)) if out is not None else ()
+    jacs = [np.reshape(np.stack(c, axis=-1), oshape + sh) if c else
+            Tensor(np.zeros(oshape + sh)) for c, sh in zip(cols, shapes)]
+    return jacs[0] if isinstance(argnums, int) else tuple(jacs)
+
+
+def _jacrev_nested(f, args, nums, argnums):
+    """jacrev inside another transform: one recorded backward per output element."""
+    xs = [_fresh_input(args[i], i) for i in nums]
+    with _FreshTape():
+        out = f(*_place(args, nums, xs))
+        if type(out) is not Tensor:
+            out = Tensor(out)
+        m = out.size
+        rows = [[] for _ in xs]
+        for i in range(m):
+            seed = np.zeros(m)
+            seed[i] = 1.0
+            gs = autograd.grad([out], xs, grad_outputs=[seed.reshape(out.shape)],
+                               create_graph=True, allow_unused=True) if out.requires_grad \
+                else [None] * len(xs)
+            for r, g, x in zip(rows, gs, xs):
+                r.append(Tensor(np.zeros(x.shape)) if g is None else g)
+    jacs = [np.reshape(np.stack(r), out.shape + x.shape) if r else
+            Tensor(np.zeros(out.shape + x.shape)) for r, x in zip(rows, xs)]
+    return jacs[0] if isinstance(argnums, int) else tuple(jacs)
 
 
 def jacobian(f, argnums=0):
@@ -316,6 +361,12 @@ def hvp(f, primals, v):
     primals, v = _tuple(primals), _tuple(v)
     if len(primals) != len(v):
         raise ValueError(f"hvp: {len(primals)} primals but {len(v)} vectors")
+    if _nested(primals + v):  # forward over (recorded) reverse, keeping history
+        from .functional import grad
+
+        nums = tuple(range(len(primals)))
+        _, hv = _jvp_dual(lambda *xs: grad(f, argnums=nums)(*xs), primals, v, False)
+        return hv[0] if single else tuple(hv)
     rec = _Recorded(f, primals, "tape.hvp")
     _check_single(rec.outs, "hvp")
     if rec.outs[0].size != 1:
@@ -354,6 +405,10 @@ def hessian(f, argnums=0):
     @functools.wraps(f)
     def wrapper(*args):
         (i,) = _argnums(argnums, len(args))
+        if _nested([args[i]]):  # forward over (recorded) reverse, keeping history
+            from .functional import grad
+
+            return _jacfwd_nested(grad(f, argnums=i), args, (i,), i)
         rec = _Recorded(lambda x: f(*_place(args, (i,), (x,))), [args[i]], "tape.hessian")
         _check_single(rec.outs, "hessian")
         if rec.outs[0].size != 1:

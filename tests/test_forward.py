@@ -464,15 +464,16 @@ def test_jvp_errors():
         tape.hvp(np.sin, np.ones(2), np.ones(2))
 
 
-def test_reverse_mode_inside_a_transform_is_an_error_not_zeros():
+def test_transforms_nest_with_reverse_mode_inside():
+    """Reverse mode inside a transform is recorded (create_graph), never silent zeros."""
     f = lambda x: np.sum(x ** 3)  # noqa: E731
     x = np.array([1.0, 2.0])
-    for outer, inner in ((tape.jacfwd, tape.grad), (tape.jacrev, tape.grad),
-                         (tape.grad, tape.grad), (tape.jacfwd, tape.jacfwd)):
-        g = inner(f) if inner is tape.grad else inner(lambda x: x ** 3)
-        h = (lambda x: np.sum(g(x))) if outer is tape.grad else g
-        with pytest.raises(NotImplementedError, match="not built yet"):
-            outer(h)(x)
-    with pytest.raises(NotImplementedError, match="tape.grad got a tensor with history"):
-        tape.jvp(tape.grad(f), (x,), (x,))
-    np.testing.assert_allclose(tape.hessian(f)(x), np.diag(6.0 * x))
+    H = np.diag(6.0 * x)
+    np.testing.assert_allclose(tape.jacfwd(tape.grad(f))(x), H)
+    np.testing.assert_allclose(tape.jacrev(tape.grad(f))(x), H)
+    np.testing.assert_allclose(tape.grad(lambda z: np.sum(tape.grad(f)(z)))(x), 6.0 * x)
+    np.testing.assert_allclose(tape.jacfwd(tape.jacfwd(lambda t: t ** 3))(x),
+                               np.einsum("i,ij,ik->ijk", 6.0 * x, np.eye(2), np.eye(2)))
+    np.testing.assert_allclose(tape.jvp(tape.grad(f), (x,), (x,))[1], H @ x)
+    with pytest.raises(NotImplementedError, match="tape.linearize inside another transform"):
+        tape.grad(lambda z: np.sum(tape.linearize(lambda u: u * z, x)[1](x)))(x)
