@@ -4,6 +4,7 @@
   arguments) and ``tape.hvp`` (exact, reverse over forward), with the eager gradient
   (``tape.value_and_grad``) as the baseline in the same class: targets jvp <= 2x gradient (W2,
   W5) and hvp <= 4x gradient (W2).
+- ``HessianW2``: reverse over reverse against forward over reverse (target <= 2x).
 - ``JacfwdBatch``: the sensitivities of the W5 n-body final positions (48 outputs) to 8 masses:
   ``tape.jacfwd`` pushes the 8 directions through one sweep; the baseline is 8 separate
   ``tape.jvp`` calls (target: at least 2x faster), and ``linearize`` shows the sweeps alone.
@@ -99,3 +100,32 @@ class JacfwdBatch:
     def time_8_linearized_pushes(self):
         for e in self.eye:
             self.f_jvp(e)
+
+
+class HessianW2:
+    """The 25 x 25 Hessian of W2 with respect to the mixture weights, three ways: reverse over
+    reverse (jacrev of grad: one recorded backward, 25 jitted reverse sweeps over it), forward
+    over reverse (jacfwd of grad: 25 tangent directions through it), and reverse over forward
+    (tape.hessian: 25 exact HVPs). Target: reverse over reverse at most 2x forward over reverse."""
+
+    timeout = 180
+
+    def setup(self):
+        w = WORKLOADS["gmm"]
+        args = w.inputs()
+        self.x0 = args[0]
+        self.f = lambda x: w.loss(x, *args[1:])
+        self.g = tape.grad(self.f)
+        self.g(self.x0)
+
+    def time_gradient(self):
+        self.g(self.x0)
+
+    def time_reverse_over_reverse(self):
+        tape.jacrev(tape.grad(self.f))(self.x0)
+
+    def time_forward_over_reverse(self):
+        tape.jacfwd(tape.grad(self.f))(self.x0)
+
+    def time_reverse_over_forward(self):
+        tape.hessian(self.f)(self.x0)
