@@ -21,7 +21,8 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(PY) -m jit.warmup
 	$(PY) -m pytest -q
-	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_table.py tests/test_tangent.py
+	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_table.py tests/test_tangent.py \
+		tests/test_forward_sweep.py
 
 # asv against the working tree (environment "existing" = .venv, tapejit installed editable),
 # single-threaded BLAS like the anchors in WORKLOADS.md. `bench`: every benchmark once (quick
@@ -94,6 +95,7 @@ warmup: $(VENV)/.installed-test
 generate:
 	$(PY) -m jit._generate
 	$(PY) -m jit._generate_tangent
+	$(PY) -m jit._generate_forward
 
 clean:
 	rm -rf .numba_cache .pytest_cache .hypothesis

@@ -9,7 +9,7 @@ from .table import FAMILIES, OPCODE, TABLE, table_hash
 ENTRY_POINTS = ("data_pointers", "need_pass", "reverse_sweep")
 
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep",
-           *ENTRY_POINTS]
+           "forward_sweep", *ENTRY_POINTS]
 
 
 def __getattr__(name):
@@ -21,6 +21,10 @@ def __getattr__(name):
         from ._tangent import tangent_sweep
 
         return tangent_sweep
+    if name == "forward_sweep":  # forward values (compiled replay), rendered into its own module
+        from ._forward import forward_sweep
+
+        return forward_sweep
     raise AttributeError(f"module 'jit' has no attribute {name!r}")
 
 
@@ -33,10 +37,11 @@ def warmup(verbose: bool = False) -> float:
 
     from numba.core.sigutils import normalize_signature
 
-    from . import _interp, _tangent
+    from . import _forward, _interp, _tangent
 
     t0 = time.perf_counter()
-    for module, name in [(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]:
+    for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
+                         + [(_forward, "forward_sweep")]):
         fn = getattr(module, name)
         args, _ = normalize_signature(getattr(module, "SIG_" + name.upper()))
         t = time.perf_counter()

@@ -14,6 +14,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
+from . import _guards
 from . import _record as rec
 from ._record import binary, constant, gather, normalize_axes, plain, raw, unary
 from ._tensor import Tensor
@@ -59,9 +60,12 @@ def _ufunc_call(ufunc, inputs, kwargs):
         raise TypeError(f"numpy.{ufunc.__name__}: keyword arguments {sorted(kwargs)} are not "
                         "supported on tapejit tensors")
     if ufunc in PLAIN:
-        return ufunc(*(raw(x) for x in inputs))
+        r = ufunc(*(raw(x) for x in inputs))
+        return r if rec.state.guards is None else _guards.note(ufunc, inputs, r)
     if ufunc in ZERO_GRAD:
         r = plain(rec.check_dtype(ufunc(*(raw(x) for x in inputs)), ufunc.__name__))
+        if rec.state.guards is not None:  # a constant computed from values: guarded
+            _guards.note(_zero_grad_value(ufunc), inputs, r._v)
     elif ufunc is np.matmul:
         r = rec.matmul(*inputs)
     elif ufunc in (np.deg2rad, np.radians):
@@ -606,10 +610,21 @@ def tensordot(a, b, axes=2):
 
 def _values(fn):
     def impl(*args, **kwargs):
-        return fn(*_plain_args(args), **{k: _plain_arg(v) for k, v in kwargs.items()})
+        r = fn(*_plain_args(args), **{k: _plain_arg(v) for k, v in kwargs.items()})
+        if rec.state.guards is not None:
+            _guards.note(lambda *a: fn(*_plain_args(a), **{k: _plain_arg(v) for k, v in
+                                                           kwargs.items()}), args, r)
+        return r
 
     impl.__name__ = fn.__name__
     return impl
+
+
+def _zero_grad_value(ufunc):
+    def value(*a):
+        return rec.check_dtype(ufunc(*a), ufunc.__name__)
+
+    return value
 
 
 def _plain_arg(x):

@@ -9,6 +9,7 @@ class _State(threading.local):
         self.saved_hooks = None  # (pack, unpack) inside graph.saved_tensors_hooks()
         self.multi_hooks = None  # multi-grad hooks that saw a gradient in the running backward
         self.transforms = 0  # functional transforms (grad, jvp, ...) running, outermost first
+        self.guards = None  # _guards.GuardLog while tape.compile records
 
 
 state = _State()

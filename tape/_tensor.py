@@ -5,13 +5,21 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from . import _record
+from . import _guards, _record
 from ._hooks import RemovableHandle, SlotHooks
 from ._record import binary, is_operand, plain, slot_in, unary
 from ._state import state
 from ._tape import MAX_ROWS, current_tape
 
 _new = object.__new__
+
+
+def _item(v):
+    return float(np.reshape(v, -1)[0])
+
+
+def _bool(v):
+    return bool(np.asarray(v).reshape(-1)[0]) if np.size(v) == 1 else bool(np.asarray(v))
 
 
 class _LeafMeta:
@@ -232,6 +240,8 @@ class Tensor:
     def numpy(self):
         """The value as a read-only NumPy array (use np.array(t.numpy()) for a writable copy)."""
         v = self._v
+        if state.guards is not None:
+            _guards.note(np.array, (self,), np.array(v))
         if type(v) is float:
             return np.array(v)
         out = v.view()
@@ -241,14 +251,21 @@ class Tensor:
     def item(self):
         if self.size != 1:
             raise ValueError(f"item(): tensor of shape {self.shape} has {self.size} elements")
-        return float(np.reshape(self._v, -1)[0]) if type(self._v) is not float else self._v
+        r = float(np.reshape(self._v, -1)[0]) if type(self._v) is not float else self._v
+        if state.guards is not None:
+            _guards.note(_item, (self,), r)
+        return r
 
     def tolist(self):
+        if state.guards is not None:
+            _guards.note(np.array, (self,), np.array(self._v))
         return np.asarray(self._v).tolist()
 
     def detach(self):
         """A new tensor with the same value and no history (the value is shared read-only)."""
         v = self._v
+        if state.guards is not None:
+            _guards.note(np.array, (self,), np.array(v))
         return plain(v if type(v) is float else self.numpy())
 
     def copy(self):
@@ -268,7 +285,10 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
-        return bool(self.item()) if self.size == 1 else bool(np.asarray(self._v))
+        r = bool(np.reshape(self._v, -1)[0]) if self.size == 1 else bool(np.asarray(self._v))
+        if state.guards is not None:
+            _guards.note(_bool, (self,), r)
+        return r
 
     def __index__(self):
         x = self.item()
@@ -350,22 +370,28 @@ class Tensor:
 
     # comparisons give plain values (NumPy bools), as NumPy users expect
     def __lt__(self, other):
-        return np.less(self._v, _record.raw(other))
+        r = np.less(self._v, _record.raw(other))
+        return r if state.guards is None else _guards.note(np.less, (self, other), r)
 
     def __le__(self, other):
-        return np.less_equal(self._v, _record.raw(other))
+        r = np.less_equal(self._v, _record.raw(other))
+        return r if state.guards is None else _guards.note(np.less_equal, (self, other), r)
 
     def __gt__(self, other):
-        return np.greater(self._v, _record.raw(other))
+        r = np.greater(self._v, _record.raw(other))
+        return r if state.guards is None else _guards.note(np.greater, (self, other), r)
 
     def __ge__(self, other):
-        return np.greater_equal(self._v, _record.raw(other))
+        r = np.greater_equal(self._v, _record.raw(other))
+        return r if state.guards is None else _guards.note(np.greater_equal, (self, other), r)
 
     def __eq__(self, other):
-        return np.equal(self._v, _record.raw(other))
+        r = np.equal(self._v, _record.raw(other))
+        return r if state.guards is None else _guards.note(np.equal, (self, other), r)
 
     def __ne__(self, other):
-        return np.not_equal(self._v, _record.raw(other))
+        r = np.not_equal(self._v, _record.raw(other))
+        return r if state.guards is None else _guards.note(np.not_equal, (self, other), r)
 
     # -- indexing -------------------------------------------------------------------------------
     def __getitem__(self, key):

@@ -13,7 +13,7 @@ import numpy as np
 from . import autograd, forward_ad
 from ._state import state
 from ._tensor import Tensor
-from ._forward_sweep import TangentProgram, closed_tapes
+from ._tangent_program import TangentProgram, closed_tapes
 from ._tape import newest_tape_id
 from .functional import _argnums, _as_leaf, _FreshTape, _fresh_input, _nested
 

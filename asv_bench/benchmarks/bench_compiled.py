@@ -1,0 +1,64 @@
+"""asv benchmarks of compiled replay (``tape.compile``) beside the eager gradient, the NumPy
+primal and the hand-written @njit adjoint of the same workload, in the same run.
+
+Targets (issue: compiled replay): W1 replayed value_and_grad within 10x of the hand-written
+adjoint; W5 replayed gradient faster than the NumPy primal alone; W2 no slower than JAX jit's
+gradient (JAX runs in peer_workloads.py when it is installed).
+"""
+import tape
+from references import REFERENCES
+from workloads import WORKLOADS
+
+
+class _Replay:
+    name = None
+    timeout = 180
+
+    def setup(self):
+        w = WORKLOADS[self.name]
+        self.args = w.inputs()
+        self.loss = w.loss
+        self.cf = tape.compile(w.loss, *self.args, argnums=w.argnums)
+        self.vg = tape.value_and_grad(w.loss, argnums=w.argnums)
+        self.cf.value_and_grad(*self.args)
+        self.vg(*self.args)
+        self.ref = REFERENCES.get(self.name)
+        if self.ref is not None:
+            self.ref(*self.args)
+
+    def time_replay_value_and_grad(self):
+        self.cf.value_and_grad(*self.args)
+
+    def time_replay_value(self):
+        self.cf(*self.args)
+
+    def time_eager_value_and_grad(self):
+        self.vg(*self.args)
+
+    def time_numpy_primal(self):
+        self.loss(*self.args)
+
+
+class _Hand:
+    def time_handwritten_grad(self):
+        self.ref(*self.args)
+
+
+class ReplayW1Lorenz(_Replay, _Hand):
+    name = "lorenz"
+
+
+class ReplayW2Gmm(_Replay):
+    name = "gmm"
+
+
+class ReplayW3Elementwise(_Replay, _Hand):
+    name = "elementwise"
+
+
+class ReplayW4Mlp(_Replay, _Hand):
+    name = "mlp"
+
+
+class ReplayW5Nbody(_Replay):
+    name = "nbody"

@@ -1,0 +1,457 @@
+"""Render ``jit/_forward.py`` (the forward value sweep) from the primitive table.
+
+Run ``python -m jit._generate_forward`` after changing ``jit/table.py``; ``--check`` exits 1 and
+``tests/test_forward_sweep.py`` fails while the committed file is stale. The file is separate
+from ``_interp.py`` and ``_tangent.py`` so that Numba's cache (keyed on the entry point's file) of
+each sweep survives edits that only touch another; everything ``forward_sweep`` calls is rendered
+into it.
+
+``forward_sweep(R, S, VA, sv, IA, FA, lo, hi)`` recomputes the values of rows lo..hi-1 in order,
+from the current values of their operands, and writes each result in place into the row's own
+value buffer (address ``VA[i]``; a 0-d value is ``sv[i]``, and ``VA`` of a 0-d slot points into
+``sv``). It reads the arrays ``reverse_sweep`` reads (see ``_generate.py``); the groundwork of
+compiled replay: record once, write new input values, sweep, no Python per op.
+
+- Input rows (const / leaf / link) are skipped: the caller writes the new input values into their
+  buffers (an array leaf's buffer is the leaf tensor's own array; a 0-d leaf or link is
+  ``sv[slot]``).
+- Escape rows (matmul_blas, inv, det, logabsdet, solve, function, function_out) are skipped: the
+  driver cuts the row range at them, computes each one's value in NumPy between segments and
+  writes it into the row's buffer before sweeping the next segment.
+- Every address in ``VA`` that a swept row reads or writes must be valid: values packed by
+  ``saved_tensors_hooks`` (``VA == 0``) must be unpacked first, as the backward does, and the
+  tape must stay alive (it owns the buffers ``VA`` points at).
+- Writes are in place: a recorded tensor's value array changes under it (the compiled-replay
+  driver owns the tape, so nothing else sees it). A row never reads its own buffer except where
+  it is an exact alias (a reshape of a non-leaf is a copy row viewing its operand's buffer:
+  y[j] = x[j] at the same address), so the order of reads and writes within a row is safe.
+
+Elementwise rows are generated from the table's scalar formulas ``f`` (and ``HELPERS``): the same
+source that ``tape/_record.py`` runs in Python for 0-d values, so a 0-d row (inline in the
+dispatch loop) and each element of an array row compute what the eager 0-d path computes (bit
+for bit, except math.hypot, which is CPython's own and not libm's). Array rows run one flat loop
+per primitive; an operand broadcast through an index map is first gathered into a scratch buffer,
+so each binary primitive has a single loop (contiguous operands, or a one-element operand read
+with stride 0). Against NumPy's array ufuncs the formulas agree bit for bit except: cbrt (the
+formula is pow(x, 1/3): up to ~120 ulp), tanh (NumPy's own SIMD tanh: up to 3 ulp), power with
+a scalar exponent 0.5 / 2 / -1 (NumPy takes sqrt / square / reciprocal: 1 ulp, and the sign of
+(-0.0) ** 0.5), fmax / fmin at a +0.0 / -0.0 tie (NumPy's SIMD loop returns the second operand).
+
+The other families have hand-written bodies (``CUSTOM``), which follow NumPy's evaluation order
+so that results agree with NumPy bit for bit:
+
+- sum over (P, R, Q): for Q == 1 (contiguous reduced run) ``0.0 + pairwise(x)`` with NumPy's
+  pairwise summation (blocks of 8 partial sums up to 128 elements, halving above); for Q > 1 the
+  sequential ``((0.0 + x_0) + x_1) + ...``, the order NumPy uses when the reduced axis is not the
+  contiguous one. A reduction over non-adjacent axes is recorded as a transpose then one
+  reduction, so there the grouping (hence rounding) can differ from NumPy's eager call.
+- prod: sequential from 1.0; amax / amin: from the first element, NaN propagating, a later tie
+  wins (as NumPy's scalar reduce loop; its SIMD loop, for 8 or more elements, combines lanes, so
+  among +0.0 / -0.0 ties the sign of the zero can differ from NumPy's); empty reductions give
+  0.0 / 1.0 (sum / prod) and -inf / +inf (amax / amin, which the recorder never produces: NumPy
+  raises for them).
+- cumsum / cumprod: y_0 = x_0, y_r = y_{r-1} op x_r.
+- matmul (the small in-sweep one): acc = 0.0, acc += a_mk b_kn in k order (NumPy's no-BLAS loop;
+  NumPy's BLAS path rounds differently, within a few ulps of the dot products' magnitude).
+
+Compile time (cold, this machine class, shared with other work): ~12 s for ``forward_sweep``
+(``reverse_sweep`` ~16 s, ``tangent_sweep`` ~21 s measured alongside). Measured alternatives:
+evaluating the formulas that call a function (libm, ``**``, helpers) through one shared
+``_unary_value(op, x)`` / ``_binary_value(op, a, b)`` per family, with a per-element branch,
+compiled in ~9.5 s but ran transcendental array rows ~30% slower (and, depending on how the 0-d
+chain reached it, W1's 0-d rows from 2.6 to 10.7 ns/row: code layout, not arithmetic); calling
+the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loops were kept.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ._generate import HEADER as _INTERP_HEADER
+from ._generate import _indent, _uses
+from .table import FAMILIES, HELPERS, TABLE, table_hash
+
+OUT = os.path.join(os.path.dirname(__file__), "_forward.py")
+
+# The imports, raw-address loads and the NUMBA_DISABLE_JIT fallback are those of _interp.py; the
+# forward sweep also stores by raw address and takes the address of its scratch buffer.
+HEADER = '''\
+# Generated by jit/_generate_forward.py from jit/table.py (table hash {hash}).
+# Do not edit by hand: change the table, then run `python -m jit._generate_forward`.
+# Everything the entry point calls lives in this file, because Numba's on-disk cache only
+# notices changes to the file that holds a jitted entry point.
+''' + _INTERP_HEADER[_INTERP_HEADER.index("import numpy"):] + '''
+
+@intrinsic
+def _st(typingctx, addr, i, v):
+    """Store v as element i of the float64 buffer at address addr."""
+    sig = types.void(types.int64, types.int64, types.float64)
+
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[0], ir.DoubleType().as_pointer())
+        builder.store(args[2], builder.gep(ptr, [args[1]]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _addr(typingctx, arr):
+    """The data address of a float64 array, as an int64 (the caller keeps the array alive)."""
+    sig = types.int64(arr)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, ir.IntType(64))
+
+    return sig, codegen
+
+
+if config.DISABLE_JIT:
+    def _st(addr, i, v):
+        ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
+
+    def _addr(arr):
+        return arr.ctypes.data
+'''
+
+ENTRY_POINT = '''
+
+SIG_FORWARD_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1], int64[::1], "
+                     "float64[::1], int64, int64)")
+
+
+@njit(cache=True, error_model="numpy")
+def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
+    """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
+    skipped: their values are written by the caller)."""
+    # scratch for operands broadcast through an index map (2 per element), allocated once:
+    # growing it inside the loop would make Numba refcount it on every row
+    m = 1
+    if S.shape[0] > 0:
+        m = max(m, S[:, 0].max())
+    W = np.empty(2 * m)
+    for i in range(lo, hi):
+        code = R[i, 0]
+        op = code & 255
+        sa = R[i, 1]
+        sb = R[i, 2]
+        k = R[i, 3]
+        if k < 0:
+            # 0-d row of 0-d operands (values in sv), or a 0-d constant / Function hub (no match)
+{scalar_body}
+            continue
+        fam = _FAMILY[op]
+        n = S[k, 0]
+        iat = S[k, 1]
+        py = VA[i]
+        pa = 0
+        pb = 0
+        if sa >= 0:
+            pa = VA[sa]
+        if sb >= 0:
+            pb = VA[sb]
+{array_body}
+'''
+
+PAIRWISE = '''
+@njit(error_model="numpy")
+def _pairwise(p, off, n):
+    """NumPy's pairwise sum of the n contiguous values at element off of buffer p."""
+    if n < 8:
+        res = 0.0
+        for j in range(n):
+            res += _ld(p, off + j)
+        return res
+    if n <= 128:
+        r0 = _ld(p, off)
+        r1 = _ld(p, off + 1)
+        r2 = _ld(p, off + 2)
+        r3 = _ld(p, off + 3)
+        r4 = _ld(p, off + 4)
+        r5 = _ld(p, off + 5)
+        r6 = _ld(p, off + 6)
+        r7 = _ld(p, off + 7)
+        j = 8
+        while j < n - n % 8:
+            r0 += _ld(p, off + j)
+            r1 += _ld(p, off + j + 1)
+            r2 += _ld(p, off + j + 2)
+            r3 += _ld(p, off + j + 3)
+            r4 += _ld(p, off + j + 4)
+            r5 += _ld(p, off + j + 5)
+            r6 += _ld(p, off + j + 6)
+            r7 += _ld(p, off + j + 7)
+            j += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while j < n:
+            res += _ld(p, off + j)
+            j += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise(p, off, n2) + _pairwise(p, off + n2, n - n2)
+'''
+
+# Hand-written forward bodies of the non-elementwise rows, keyed by row name. Names in scope: the
+# family kernel's arguments (KERNEL_ARGS) and op; for select rows fl, sta, stb, ma, mb.
+CUSTOM = {
+    "where": """
+mk = iat + 2  # the mask follows the two index-map offsets
+for j in range(n):
+    if IA[mk + j]:
+        v = _ld(pa, IA[ma + j] if ma >= 0 else j * sta)
+    else:
+        v = _ld(pb, IA[mb + j] if mb >= 0 else j * stb)
+    _st(py, j, v)
+""",
+    "sum": """
+P = IA[iat]
+Rr = IA[iat + 1]
+Q = IA[iat + 2]
+if Q == 1:  # the reduced run is contiguous: NumPy sums it pairwise
+    for p in range(P):
+        _st(py, p, 0.0 + _pairwise(pa, p * Rr, Rr))
+else:  # a strided run: NumPy adds the slices in order
+    for p in range(P):
+        for q in range(Q):
+            acc = 0.0
+            for r in range(Rr):
+                acc += _ld(pa, (p * Rr + r) * Q + q)
+            _st(py, p * Q + q, acc)
+""",
+    "prod": """
+P = IA[iat]
+Rr = IA[iat + 1]
+Q = IA[iat + 2]
+for p in range(P):
+    for q in range(Q):
+        acc = 1.0
+        for r in range(Rr):
+            acc *= _ld(pa, (p * Rr + r) * Q + q)
+        _st(py, p * Q + q, acc)
+""",
+    "amax": """
+P = IA[iat]
+Rr = IA[iat + 1]
+Q = IA[iat + 2]
+for p in range(P):
+    for q in range(Q):
+        acc = -inf
+        if Rr > 0:
+            acc = _ld(pa, p * Rr * Q + q)
+        for r in range(1, Rr):
+            acc = _maximum(acc, _ld(pa, (p * Rr + r) * Q + q))
+        _st(py, p * Q + q, acc)
+""",
+    "amin": """
+P = IA[iat]
+Rr = IA[iat + 1]
+Q = IA[iat + 2]
+for p in range(P):
+    for q in range(Q):
+        acc = inf
+        if Rr > 0:
+            acc = _ld(pa, p * Rr * Q + q)
+        for r in range(1, Rr):
+            acc = _minimum(acc, _ld(pa, (p * Rr + r) * Q + q))
+        _st(py, p * Q + q, acc)
+""",
+    "cumsum": """
+P = IA[iat]
+Rr = IA[iat + 1]
+Q = IA[iat + 2]
+for p in range(P):
+    for q in range(Q):
+        acc = 0.0
+        for r in range(Rr):
+            off = (p * Rr + r) * Q + q
+            x = _ld(pa, off)
+            acc = x if r == 0 else acc + x
+            _st(py, off, acc)
+""",
+    "cumprod": """
+P = IA[iat]
+Rr = IA[iat + 1]
+Q = IA[iat + 2]
+for p in range(P):
+    for q in range(Q):
+        acc = 1.0
+        for r in range(Rr):
+            off = (p * Rr + r) * Q + q
+            x = _ld(pa, off)
+            acc = x if r == 0 else acc * x
+            _st(py, off, acc)
+""",
+    "gather": """
+for j in range(n):
+    _st(py, j, _ld(pa, IA[iat + j]))
+""",
+    "scatter": """
+m = IA[iat]
+for j in range(n):
+    _st(py, j, _ld(pa, j))
+for w in range(m):  # every written position has exactly one winning write (the last)
+    if IA[iat + 1 + m + w]:
+        _st(py, IA[iat + 1 + w], _ld(pb, w))
+""",
+    "matmul": """
+B = IA[iat]
+M = IA[iat + 1]
+K = IA[iat + 2]
+N = IA[iat + 3]
+batch_a = IA[iat + 4]
+batch_b = IA[iat + 5]
+for bi in range(B):
+    oa = bi * M * K * batch_a
+    ob = bi * K * N * batch_b
+    oy = bi * M * N
+    for m in range(M):
+        for c in range(N):
+            acc = 0.0
+            for kk in range(K):
+                acc += _ld(pa, oa + m * K + kk) * _ld(pb, ob + kk * N + c)
+            _st(py, oy + m * N + c, acc)
+""",
+}
+
+# Arguments of every family kernel: the row's code, size, attribute offset, operand and result
+# addresses, the attribute arena and the scratch buffer.
+KERNEL_ARGS = "code, n, iat, pa, pb, py, IA, W"
+
+# Loop variables of the generated elementwise loops; a table formula must not use them.
+LOOP_NAMES = ("j", "n", "pa", "pb", "py", "sta", "stb")
+
+
+def _check_formula(p):
+    for name in LOOP_NAMES:
+        if _uses(p.f, name):
+            raise ValueError(f"{p.name}: formula {p.f!r} uses {name!r}, a loop variable of the "
+                             "forward kernels; rename it in jit/_generate_forward.py")
+
+
+def _scalar_body():
+    """0-d rows of 0-d operands: the formula inline, operands and result in sv."""
+    out = []
+    for code, p in enumerate(TABLE):
+        if p.family not in ("unary", "binary"):
+            continue
+        out.append(f"{'elif' if out else 'if'} op == {code}:  # {p.name}")
+        if p.family == "unary":
+            body = ["x = sv[sa]"] if _uses(p.f, "x") else []
+        else:
+            body = [f"{v} = sv[s{v}]" for v in ("a", "b") if _uses(p.f, v)]
+        out += ["    " + ln for ln in body + [f"sv[i] = {p.f}"]]
+    return _indent(out, 12)
+
+
+def _unary_case(p):
+    _check_formula(p)
+    loop = ["for j in range(n):"]
+    if _uses(p.f, "x"):
+        loop.append("    x = _ld(pa, j)")
+    return loop + [f"    _st(py, j, {p.f})"]
+
+
+def _binary_case(p):
+    _check_formula(p)
+    loop = ["for j in range(n):"]
+    for v in ("a", "b"):
+        if _uses(p.f, v):
+            loop.append(f"    {v} = _ld(p{v}, j * st{v})")
+    return loop + [f"    _st(py, j, {p.f})"]
+
+
+def _custom(p):
+    if p.name not in CUSTOM:
+        raise KeyError(f"row {p.name!r} (family {p.family}) has no forward body: add one to "
+                       "CUSTOM in jit/_generate_forward.py")
+    return CUSTOM[p.name].strip("\n").splitlines()
+
+
+# Binary rows: an operand broadcast through an index map (flag 4 / 8, map offset at IA[iat] /
+# IA[iat + 1]) is gathered into the scratch W first, so every primitive needs one loop only.
+BINARY_PROLOGUE = """
+fl = code >> 8
+sta = 0 if fl & 1 else 1  # a one-element operand is read for every element
+stb = 0 if fl & 2 else 1
+if fl & 4:
+    ma = IA[iat]
+    for j in range(n):
+        W[j] = _ld(pa, IA[ma + j])
+    pa = _addr(W)
+if fl & 8:
+    mb = IA[iat + 1]
+    for j in range(n):
+        W[n + j] = _ld(pb, IA[mb + j])
+    pb = _addr(W) + 8 * n
+"""
+
+SELECT_PROLOGUE = """
+fl = code >> 8
+sta = 0 if fl & 1 else 1
+stb = 0 if fl & 2 else 1
+ma = IA[iat] if fl & 4 else -1
+mb = IA[iat + 1] if fl & 8 else -1
+"""
+
+
+def _family_kernels():
+    """One @njit kernel per swept family, and the sweep's dispatch to them (one call per row)."""
+    kernels, calls = [], []
+    for fi, fam in enumerate(FAMILIES):
+        rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]
+        if fam in ("input", "escape") or not rows:
+            continue
+        name = f"_forward_{fam}"
+        calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}",
+                  f"    {name}({KERNEL_ARGS})"]
+        body = ["op = code & 255"]
+        if fam == "binary":
+            body += BINARY_PROLOGUE.strip("\n").splitlines()
+        elif fam == "select":
+            body += SELECT_PROLOGUE.strip("\n").splitlines()
+        case = {"unary": _unary_case, "binary": _binary_case}.get(fam, _custom)
+        for j, (code, p) in enumerate(rows):
+            body.append(f"{'if' if j == 0 else 'elif'} op == {code}:  # {p.name}")
+            body += ["    " + ln if ln else "" for ln in case(p)]
+        kernels.append(f'@njit(error_model="numpy")\ndef {name}({KERNEL_ARGS}):\n'
+                       f'    """Value of one {fam} row, written in place."""\n'
+                       + _indent(body, 4))
+    calls.append("# input and escape rows are skipped: the caller writes their values")
+    return "\n\n\n".join(kernels), _indent(calls, 8)
+
+
+def render() -> str:
+    fam_codes = ", ".join(str(FAMILIES.index(p.family)) for p in TABLE)
+    text = HEADER.format(hash=table_hash())
+    text += "\n" + HELPERS.rstrip() + "\n"
+    text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
+    text += f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n\n"
+    kernels, calls = _family_kernels()
+    body = ENTRY_POINT.replace("{scalar_body}", _scalar_body()).replace("{array_body}", calls)
+    return text + PAIRWISE + "\n\n" + kernels + "\n" + body
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    text = render()
+    old = None
+    if os.path.exists(OUT):
+        with open(OUT) as fh:
+            old = fh.read()
+    if "--check" in argv:
+        if old != text:
+            print("jit/_forward.py is stale: run `python -m jit._generate_forward`",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if old != text:  # rewriting an unchanged file would still invalidate Numba's cache
+        with open(OUT, "w") as fh:
+            fh.write(text)
+        print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

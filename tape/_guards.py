@@ -1,0 +1,107 @@
+"""Guards: every place where a recorded value escapes to Python while ``tape.compile`` records.
+
+A compiled tape replays the recorded rows with new inputs. That is only valid while the Python
+code around the rows would have taken the same path: an ``if x > 0``, a ``float(t)`` used as a
+constant, an index computed by ``argmax``, a mask used to select elements. Each such read is
+noted here with the slots it read and the result Python saw; a replay recomputes the result
+from the replayed values and compares. A different result means a different program: the
+compiled tape records again (a new variant) instead of returning a stale value.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from ._state import state
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Guard:
+    __slots__ = ("fn", "operands", "result", "where")
+
+    def __init__(self, fn, operands, result, where):
+        self.fn = fn  # recompute: fn(*operand values) -> what Python saw
+        self.operands = operands  # per operand: ("slot", slot) or ("const", value)
+        self.result = result
+        self.where = where  # "file:line" of the user code that read the value
+
+    def holds(self, value_of):
+        args = [value_of(x) if kind == "slot" else x._v if kind == "leaf" else x
+                for kind, x in self.operands]
+        try:
+            now = self.fn(*args)
+        except Exception:  # noqa: BLE001 - a read that fails now is a different program
+            return False
+        return _same(now, self.result)
+
+
+def _same(a, b):
+    if type(a) is not type(b) and not (isinstance(a, (bool, int, float, np.generic))
+                                       and isinstance(b, (bool, int, float, np.generic))):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and bool(
+        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
+def _caller():
+    f = sys._getframe(2)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _PACKAGE:
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
+
+
+def note(fn, operands, result):
+    """Record that Python saw ``result = fn(*operands)``; operands may be tensors (recorded
+    ones become slots of the compiled tape) or plain values."""
+    log = state.guards
+    if log is None:
+        return result
+    ops = []
+    from ._tensor import Tensor
+
+    for x in operands:
+        if type(x) is Tensor and x._rg and x._meta is not None:
+            ops.append(("leaf", x))  # an input: read from its buffer, which replays refill
+        elif type(x) is Tensor and x._rg:
+            ops.append(("slot", (x._tape, x._slot)))  # compile checks the tape, keeps the slot
+        else:
+            ops.append(("const", x._v if type(x) is Tensor else x))
+    if all(k == "const" for k, _ in ops):
+        return result  # a function of constants only: always the same
+    log.guards.append(Guard(fn, tuple(ops), _freeze(result), _caller()))
+    return result
+
+
+def _freeze(r):
+    if isinstance(r, np.ndarray):
+        return r.copy()
+    if isinstance(r, tuple):
+        return tuple(_freeze(x) for x in r)
+    return r
+
+
+class GuardLog:
+    """The guards of one recording (``state.guards`` while tape.compile records)."""
+
+    def __init__(self):
+        self.guards = []
+
+    def bind(self, t):
+        """Check that every guarded value was recorded on tape `t`; keep slots only."""
+        for g in self.guards:
+            ops = []
+            for kind, x in g.operands:
+                if kind == "slot":
+                    if x[0] is not t:
+                        raise RuntimeError(f"tape.compile: the value read at {g.where} does not "
+                                           "come from the compiled function's own recording")
+                    x = x[1]
+                ops.append((kind, x))
+            g.operands = tuple(ops)
+        return self.guards

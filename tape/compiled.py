@@ -1,0 +1,354 @@
+"""Compiled replay: record a function once, then evaluate its value and gradient many times with
+the jitted interpreters and no Python per op.
+
+    cf = tape.compile(loss, w0, data)          # records loss(w0, data) once
+    value, g = cf.value_and_grad(w1, data)     # forward sweep + reverse sweep, in Numba
+
+Every positional array (or float) argument is an input slot of the recording, so nothing that
+should be an input is frozen; other arguments (ints, strings, None, tuples of them) are static
+and part of the recording's identity. Where the function read a recorded value in Python while
+recording (``if x > 0``, ``float(t)``, an ``argmax`` used as an index, a boolean mask), a guard
+was noted (``_guards``); a replay checks every guard against the replayed values and, when one
+differs, records the function again at the new arguments (a new *variant*, cached, at most
+``max_variants`` of them, least recently used first out). A result is never stale.
+
+Custom Functions cannot be replayed (their forward is Python), and a recording must fit one
+tape (``MAX_ROWS`` rows).
+"""
+from __future__ import annotations
+
+import collections
+import warnings
+
+import numpy as np
+
+import jit
+from jit.table import OPCODE, TABLE
+
+from . import _guards
+from ._backward import adjoint, arena, sweep_segments
+from ._state import state
+from ._tensor import Tensor
+from .functional import _FreshTape
+
+LEAF = OPCODE["leaf"]
+_ESCAPE_VALUE = {"matmul_blas": np.matmul, "inv": np.linalg.inv, "det": np.linalg.det,
+                 "logabsdet": lambda a: np.linalg.slogdet(a)[1], "solve": np.linalg.solve}
+
+
+def compile(f, *example_args, argnums=0, max_variants=8):  # noqa: A001 (tape.compile)
+    """Record ``f(*example_args)`` once and return a CompiledTape that replays it.
+
+    `argnums` (int or tuple) are the arguments gradients are taken with respect to.
+    """
+    return CompiledTape(f, example_args, argnums, max_variants)
+
+
+class CompiledTape:
+    def __init__(self, f, example_args, argnums=0, max_variants=8):
+        self.f = f
+        self.argnums = argnums
+        self.nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        self.max_variants = max_variants
+        self.variants = collections.OrderedDict()  # key -> _Variant, most recently used last
+        self.counters = collections.Counter()
+        self.misses = []  # (guard source line, reason) of re-recordings, newest last
+        self._record(example_args)
+
+    # -- public API -----------------------------------------------------------------------
+    def __call__(self, *args):
+        """The value of f at `args` (a forward sweep)."""
+        v = self._variant(args)
+        return v.output()
+
+    def value_and_grad(self, *args):
+        """``(f(*args), gradient)`` for scalar f: forward sweep, reverse sweep."""
+        v = self._variant(args)
+        value = v.output()
+        grads = v.gradient(self.nums)
+        return value, (grads[0] if isinstance(self.argnums, int) else tuple(grads))
+
+    def grad(self, *args):
+        return self.value_and_grad(*args)[1]
+
+    def vjp(self, *args):
+        """``(f(*args), vjp_fn)``; ``vjp_fn(cotangent)`` returns one gradient per argnum. It is
+        valid until the next call of this CompiledTape (the values are replayed in place)."""
+        v = self._variant(args)
+        value = v.output()
+
+        def vjp_fn(cotangent):
+            gs = v.gradient(self.nums, seed=np.asarray(cotangent, dtype=np.float64))
+            return gs[0] if isinstance(self.argnums, int) else tuple(gs)
+
+        return value, vjp_fn
+
+    def jvp(self, args, tangents):
+        """``(f(*args), J @ tangents)`` with one tangent per argnum, by the jitted tangent
+        sweep over the replayed values."""
+        v = self._variant(tuple(args))
+        return v.output(), v.tangent(self.nums, tangents)
+
+    def value_and_grad_batch(self, X, *rest):
+        """Values and gradients for every row of X (the first argnum) along its leading axis,
+        stacked: per-sample gradients, ensembles, chains. The other arguments are shared."""
+        X = np.asarray(X, dtype=np.float64)
+        i = self.nums[0]
+        values, grads = [], []
+        for row in X:
+            args = list(rest)
+            args.insert(i, row)
+            value, g = self.value_and_grad(*args)
+            values.append(value)
+            grads.append(g)
+        if isinstance(self.argnums, int):
+            return np.asarray(values), np.stack(grads) if grads else np.zeros((0,) + X.shape[1:])
+        return np.asarray(values), tuple(np.stack(gs) for gs in zip(*grads))
+
+    def __reduce__(self):
+        """Pickles as the function and the arguments of its latest recording; unpickling
+        records again (for process pools and Dask: f must be picklable, e.g. module-level)."""
+        v = next(reversed(self.variants.values()))
+        return (_rebuild, (self.f, v.args, self.argnums, self.max_variants))
+
+    def stats(self):
+        """Counters (calls, hits, guard misses, recordings, evictions), the variants and the
+        source lines of the guards that caused re-recordings."""
+        return {**self.counters, "variants": len(self.variants),
+                "guards": [len(v.guards) for v in self.variants.values()],
+                "recent_misses": list(self.misses[-5:])}
+
+    # -- variants ------------------------------------------------------------------------------
+    def _variant(self, args):
+        self.counters["calls"] += 1
+        for k in reversed(list(self.variants)):
+            v = self.variants[k]
+            if not v.accepts(args):
+                continue
+            v.load(args)
+            failed = v.replay()
+            if failed is None:
+                self.variants.move_to_end(k)
+                self.counters["hits"] += 1
+                return v
+            self.counters["guard_misses"] += 1
+            self.misses.append((failed.where, "guard differs"))
+        return self._record(args)
+
+    def _record(self, args):
+        v = _Variant(self.f, args, self.nums)
+        self.counters["recordings"] += 1
+        self.variants[self.counters["recordings"]] = v
+        if len(self.variants) > self.max_variants:
+            self.variants.popitem(last=False)
+            self.counters["evictions"] += 1
+            where = self.misses[-1][0] if self.misses else "?"
+            warnings.warn(f"tape.compile: more than {self.max_variants} variants of "
+                          f"{getattr(self.f, '__name__', 'f')} (the guard at {where} keeps "
+                          "changing): each call now records again. Make the value read there "
+                          "independent of the inputs, or raise max_variants.", RuntimeWarning,
+                          stacklevel=4)
+        return v
+
+
+def _is_input(a):
+    """Float arrays and floats are inputs (slots); anything else (ints, integer or boolean
+    arrays used as indices or masks, strings, None) is static: compared by value per call."""
+    if type(a) is Tensor:
+        return True
+    if isinstance(a, (float, np.floating)):
+        return True
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _same_static(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
+            a.dtype == b.dtype and np.array_equal(a, b)
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - incomparable: not the same
+        return False
+
+
+class _Variant:
+    """One recording of f: its tape as arrays, input slots, guards, and the reverse plan."""
+
+    def __init__(self, f, args, nums):
+        self.shapes = [np.shape(_raw(a)) if _is_input(a) else None for a in args]
+        self.statics = [None if _is_input(a) else (np.array(a) if isinstance(a, np.ndarray)
+                                                   else a) for a in args]
+        for i in nums:
+            if self.shapes[i] is None:
+                raise TypeError(f"tape.compile: argument {i} (argnums) is a "
+                                f"{type(args[i]).__name__}, not an array or float")
+        self.leaves = [Tensor(np.array(_raw(a), dtype=np.float64), requires_grad=True)
+                       if _is_input(a) else a for a in args]
+        self.args = tuple(np.array(_raw(a), dtype=np.float64) if _is_input(a) else a
+                          for a in args)  # as recorded (to pickle)
+        log = _guards.GuardLog()
+        prev = state.guards, state.saved_hooks
+        state.guards, state.saved_hooks = log, None
+        try:
+            with _FreshTape():
+                out = f(*self.leaves)
+        finally:
+            state.guards, state.saved_hooks = prev
+        if type(out) is not Tensor:
+            out = Tensor(out)
+        self.out = out
+        t = out._tape
+        if t is not None and t.links:
+            raise RuntimeError("tape.compile: the recording spans several tapes (over "
+                               "MAX_ROWS rows, or it uses tensors recorded outside f); "
+                               "pass every input as an argument")
+        if t is not None and t.functions:
+            raise RuntimeError("tape.compile: custom Functions (tape.Function) cannot be "
+                               "replayed: their forward runs in Python")
+        self.t = t
+        self.guards = log.bind(t) if t is not None else []
+        if t is None:
+            return
+        A = self.A = t.build()
+        slot_of = {id(leaf): s for s, (leaf, _) in t.leaves.items()}
+        self.slots = [slot_of.get(id(x)) if type(x) is Tensor else None for x in self.leaves]
+        self.escapes = sorted(t.escapes)
+        self._plans = {}
+
+    def accepts(self, args):
+        if len(args) != len(self.shapes):
+            return False
+        for a, shape, static in zip(args, self.shapes, self.statics):
+            if shape is None:
+                if _is_input(a) or not _same_static(a, static):
+                    return False
+            elif not _is_input(a) or np.shape(_raw(a)) != shape:
+                return False
+        return True
+
+    def load(self, args):
+        """Write new input values into the input slots."""
+        if self.t is None:
+            return
+        A = self.A
+        for a, leaf, s in zip(args, self.leaves, self.slots):
+            if s is None:
+                if type(leaf) is Tensor:
+                    np.copyto(leaf._v, _raw(a))
+                continue
+            v = _raw(a)
+            np.copyto(leaf._v, v)  # guards read inputs from here
+            if not A.is_array[s]:
+                A.sv[s] = float(np.reshape(v, -1)[0]) if np.ndim(v) else float(v)
+
+    def replay(self):
+        """Forward sweep with the loaded inputs; returns the first guard that fails, or None."""
+        if self.t is None:
+            return None
+        from jit._forward import forward_sweep
+
+        t, A = self.t, self.A
+        lo = 0
+        for c in self.escapes:
+            forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, c)
+            self._escape_value(c)
+            lo = c + 1
+        forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, len(A.sv))
+        for g in self.guards:
+            if not g.holds(t.value):
+                return g
+        return None
+
+    def _escape_value(self, c):
+        t, A = self.t, self.A
+        sa, sb = int(A.R[c, 1]), int(A.R[c, 2])
+        sha, shb, shy = t.escapes[c]
+        a = np.reshape(t.value(sa), sha)
+        fn = _ESCAPE_VALUE[TABLE[A.code[c]].name]
+        y = fn(a) if sb < 0 else fn(a, np.reshape(t.value(sb), shb))
+        if A.is_array[c]:
+            np.copyto(t.av[t.side_of[c]], np.reshape(y, np.shape(t.av[t.side_of[c]])))
+        else:
+            A.sv[c] = float(y)
+
+    def output(self):
+        o = self.out
+        if o._tape is None:
+            v = o._v
+        else:
+            v = self.t.value(o._slot)
+        return float(v) if np.ndim(v) == 0 else np.array(v).reshape(o.shape)
+
+    def _plan(self, nums):
+        p = self._plans.get(nums)
+        if p is None:
+            A = self.A
+            n = len(A.sv)
+            src = np.zeros(n, np.uint8)
+            for i in nums:
+                if self.slots[i] is not None:
+                    src[self.slots[i]] = 1
+            root = np.zeros(n, np.uint8)
+            root[self.out._slot] = 1
+            live = np.zeros(n, np.uint8)
+            need = np.zeros(n, np.uint8)
+            jit.need_pass(A.R, src, root, live, need)
+            GO, G = arena(A, live)
+            p = self._plans[nums] = (live, need, GO, G)
+        return p
+
+    def gradient(self, nums, seed=None):
+        o = self.out
+        shapes = [self.shapes[i] for i in nums]
+        if self.t is None or o._tape is None:
+            return [np.zeros(s) for s in shapes]
+        if seed is None:
+            if o.size != 1:
+                raise TypeError(f"grad needs a scalar output; f returned shape {o.shape}")
+            seed = np.ones(o.shape)
+        elif np.shape(seed) != o.shape:
+            raise ValueError(f"cotangent of shape {np.shape(seed)} for an output of shape "
+                             f"{o.shape}")
+        live, need, GO, G = self._plan(tuple(nums))
+        G.fill(0.0)
+        A = self.A
+        s = o._slot
+        if live[s]:
+            G[GO[s]:GO[s] + A.size[s]] = np.reshape(seed, -1)
+        sweep_segments(self.t, A, G, GO, need, live, (), (), retain_hooked=False)
+        out = []
+        for i, shape in zip(nums, shapes):
+            slot = self.slots[i]
+            if slot is None or not live[slot]:
+                out.append(np.zeros(shape))
+            else:
+                g = adjoint(A, G, GO, slot, shape)
+                out.append(np.array(g, copy=True) if shape else np.float64(g))
+        return out
+
+    def tangent(self, nums, tangents):
+        from ._tangent_program import TangentProgram
+
+        tangents = tangents if isinstance(tangents, (tuple, list)) else (tangents,)
+        if len(tangents) != len(nums):
+            raise ValueError(f"jvp: {len(nums)} tangents expected (one per argnum)")
+        if self.t is None or self.out._tape is None:
+            return np.zeros(self.out.shape)
+        key = ("tangent", tuple(nums))
+        prog = self._plans.get(key)
+        if prog is None:
+            prog = self._plans[key] = TangentProgram([self.leaves[i] for i in nums],
+                                                      [self.out], [self.t])
+        ts = [np.asarray(u, dtype=np.float64).reshape((1,) + self.shapes[i])
+              for u, i in zip(tangents, nums)]
+        (g,) = prog.run(ts, 1)
+        g = g[0]
+        return float(g) if g.ndim == 0 else g
+
+
+def _raw(a):
+    return a._v if type(a) is Tensor else a
+
+
+def _rebuild(f, args, argnums, max_variants):
+    return CompiledTape(f, args, argnums, max_variants)
