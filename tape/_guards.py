@@ -19,11 +19,60 @@ from ._state import state
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
-class Guard:
-    __slots__ = ("fn", "operands", "result", "where")
+# NumPy functions a guard may recompute (a loaded file names them: nothing else is called)
+ALLOWED = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "array"}
 
-    def __init__(self, fn, operands, result, where):
-        self.fn = fn  # recompute: fn(*operand values) -> what Python saw
+
+def _item(v):
+    return float(np.reshape(v, -1)[0])
+
+
+def _bool(v):
+    return bool(np.asarray(v).reshape(-1)[0]) if np.size(v) == 1 else bool(np.asarray(v))
+
+
+def _plain(a):
+    from ._tensor import Tensor
+
+    if type(a) is Tensor:
+        return np.asarray(a._v)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_plain(x) for x in a)
+    return a
+
+
+def guard_fn(spec):
+    """The recompute function named by a guard's `spec` (a JSON-able tuple, so that a compiled
+    tape can be saved with its guards): ("np", name) a NumPy function or ufunc, ("item",),
+    ("bool",), ("int",), ("zero_grad", ufunc name), ("values", function name, kwargs)."""
+    kind = spec[0]
+    if kind in ("np", "zero_grad", "values") and spec[1] not in ALLOWED:
+        raise ValueError(f"guard {spec!r}: not a function guards may call")
+    if kind == "np":
+        return getattr(np, spec[1])
+    if kind == "item":
+        return _item
+    if kind == "bool":
+        return _bool
+    if kind == "int":
+        return int
+    if kind == "zero_grad":
+        from ._record import check_dtype
+
+        ufunc = getattr(np, spec[1])
+        return lambda *a: check_dtype(ufunc(*a), spec[1])
+    if kind == "values":
+        fn, kwargs = getattr(np, spec[1]), dict(spec[2])
+        return lambda *a: fn(*_plain(a), **{k: _plain(v) for k, v in kwargs.items()})
+    raise ValueError(f"unknown guard {spec!r}")
+
+
+class Guard:
+    __slots__ = ("spec", "fn", "operands", "result", "where")
+
+    def __init__(self, spec, operands, result, where):
+        self.spec = spec
+        self.fn = guard_fn(spec)  # recompute: fn(*operand values) -> what Python saw
         self.operands = operands  # per operand: ("slot", slot) or ("const", value)
         self.result = result
         self.where = where  # "file:line" of the user code that read the value
@@ -56,9 +105,9 @@ def _caller():
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
 
 
-def note(fn, operands, result):
-    """Record that Python saw ``result = fn(*operands)``; operands may be tensors (recorded
-    ones become slots of the compiled tape) or plain values."""
+def note(spec, operands, result):
+    """Record that Python saw ``result = guard_fn(spec)(*operands)``; operands may be tensors
+    (recorded ones become slots of the compiled tape) or plain values."""
     log = state.guards
     if log is None:
         return result
@@ -74,7 +123,7 @@ def note(fn, operands, result):
             ops.append(("const", x._v if type(x) is Tensor else x))
     if all(k == "const" for k, _ in ops):
         return result  # a function of constants only: always the same
-    log.guards.append(Guard(fn, tuple(ops), _freeze(result), _caller()))
+    log.guards.append(Guard(spec, tuple(ops), _freeze(result), _caller()))
     return result
 
 

@@ -52,6 +52,7 @@ ZERO_GRAD = {np.floor, np.ceil, np.trunc, np.rint, np.sign, np.floor_divide, np.
 PLAIN = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
          np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.isnan, np.isinf,
          np.isfinite, np.signbit}
+_guards.ALLOWED.update(f.__name__ for f in PLAIN | ZERO_GRAD)
 
 
 def _ufunc_call(ufunc, inputs, kwargs):
@@ -61,11 +62,11 @@ def _ufunc_call(ufunc, inputs, kwargs):
                         "supported on tapejit tensors")
     if ufunc in PLAIN:
         r = ufunc(*(raw(x) for x in inputs))
-        return r if rec.state.guards is None else _guards.note(ufunc, inputs, r)
+        return r if rec.state.guards is None else _guards.note(("np", ufunc.__name__), inputs, r)
     if ufunc in ZERO_GRAD:
         r = plain(rec.check_dtype(ufunc(*(raw(x) for x in inputs)), ufunc.__name__))
         if rec.state.guards is not None:  # a constant computed from values: guarded
-            _guards.note(_zero_grad_value(ufunc), inputs, r._v)
+            _guards.note(("zero_grad", ufunc.__name__), inputs, r._v)
     elif ufunc is np.matmul:
         r = rec.matmul(*inputs)
     elif ufunc in (np.deg2rad, np.radians):
@@ -609,34 +610,16 @@ def tensordot(a, b, axes=2):
 
 
 def _values(fn):
+    _guards.ALLOWED.add(fn.__name__)
+
     def impl(*args, **kwargs):
-        r = fn(*_plain_args(args), **{k: _plain_arg(v) for k, v in kwargs.items()})
+        r = fn(*_guards._plain(args), **{k: _guards._plain(v) for k, v in kwargs.items()})
         if rec.state.guards is not None:
-            _guards.note(lambda *a: fn(*_plain_args(a), **{k: _plain_arg(v) for k, v in
-                                                           kwargs.items()}), args, r)
+            _guards.note(("values", fn.__name__, tuple(sorted(kwargs.items()))), args, r)
         return r
 
     impl.__name__ = fn.__name__
     return impl
-
-
-def _zero_grad_value(ufunc):
-    def value(*a):
-        return rec.check_dtype(ufunc(*a), ufunc.__name__)
-
-    return value
-
-
-def _plain_arg(x):
-    if type(x) is Tensor:
-        return np.asarray(x._v)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_plain_arg(v) for v in x)
-    return x
-
-
-def _plain_args(args):
-    return [_plain_arg(a) for a in args]
 
 
 for _f in (np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.count_nonzero,

@@ -459,7 +459,7 @@ def _plain_key(key):
             if state.guards is not None:  # a data-dependent index
                 from . import _guards
 
-                _guards.note(lambda x: int(x), (key,), int(v))
+                _guards.note(("int",), (key,), int(v))
             return int(v)
         raise IndexError("a float64 tensor cannot index (NumPy only takes integer or boolean "
                          "arrays); index with a plain array, e.g. x[mask] with mask = t > 0")

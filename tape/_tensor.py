@@ -14,14 +14,6 @@ from ._tape import MAX_ROWS, current_tape
 _new = object.__new__
 
 
-def _item(v):
-    return float(np.reshape(v, -1)[0])
-
-
-def _bool(v):
-    return bool(np.asarray(v).reshape(-1)[0]) if np.size(v) == 1 else bool(np.asarray(v))
-
-
 class _LeafMeta:
     """What only leaves carry: the accumulated gradient and the buffer's version counter."""
 
@@ -241,7 +233,7 @@ class Tensor:
         """The value as a read-only NumPy array (use np.array(t.numpy()) for a writable copy)."""
         v = self._v
         if state.guards is not None:
-            _guards.note(np.array, (self,), np.array(v))
+            _guards.note(("np", "array"), (self,), np.array(v))
         if type(v) is float:
             return np.array(v)
         out = v.view()
@@ -253,19 +245,19 @@ class Tensor:
             raise ValueError(f"item(): tensor of shape {self.shape} has {self.size} elements")
         r = float(np.reshape(self._v, -1)[0]) if type(self._v) is not float else self._v
         if state.guards is not None:
-            _guards.note(_item, (self,), r)
+            _guards.note(("item",), (self,), r)
         return r
 
     def tolist(self):
         if state.guards is not None:
-            _guards.note(np.array, (self,), np.array(self._v))
+            _guards.note(("np", "array"), (self,), np.array(self._v))
         return np.asarray(self._v).tolist()
 
     def detach(self):
         """A new tensor with the same value and no history (the value is shared read-only)."""
         v = self._v
         if state.guards is not None:
-            _guards.note(np.array, (self,), np.array(v))
+            _guards.note(("np", "array"), (self,), np.array(v))
         return plain(v if type(v) is float else self.numpy())
 
     def copy(self):
@@ -287,7 +279,7 @@ class Tensor:
     def __bool__(self):
         r = bool(np.reshape(self._v, -1)[0]) if self.size == 1 else bool(np.asarray(self._v))
         if state.guards is not None:
-            _guards.note(_bool, (self,), r)
+            _guards.note(("bool",), (self,), r)
         return r
 
     def __index__(self):
@@ -371,27 +363,27 @@ class Tensor:
     # comparisons give plain values (NumPy bools), as NumPy users expect
     def __lt__(self, other):
         r = np.less(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(np.less, (self, other), r)
+        return r if state.guards is None else _guards.note(("np", "less"), (self, other), r)
 
     def __le__(self, other):
         r = np.less_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(np.less_equal, (self, other), r)
+        return r if state.guards is None else _guards.note(("np", "less_equal"), (self, other), r)
 
     def __gt__(self, other):
         r = np.greater(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(np.greater, (self, other), r)
+        return r if state.guards is None else _guards.note(("np", "greater"), (self, other), r)
 
     def __ge__(self, other):
         r = np.greater_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(np.greater_equal, (self, other), r)
+        return r if state.guards is None else _guards.note(("np", "greater_equal"), (self, other), r)
 
     def __eq__(self, other):
         r = np.equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(np.equal, (self, other), r)
+        return r if state.guards is None else _guards.note(("np", "equal"), (self, other), r)
 
     def __ne__(self, other):
         r = np.not_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(np.not_equal, (self, other), r)
+        return r if state.guards is None else _guards.note(("np", "not_equal"), (self, other), r)
 
     # -- indexing -------------------------------------------------------------------------------
     def __getitem__(self, key):

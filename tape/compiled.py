@@ -25,7 +25,7 @@ import numpy as np
 import jit
 from jit.table import OPCODE, TABLE
 
-from . import _guards
+from . import _guards, _persist
 from ._backward import adjoint, arena, sweep_segments
 from ._state import state
 from ._tensor import Tensor
@@ -52,8 +52,8 @@ class CompiledTape:
         self.max_variants = max_variants
         self.variants = collections.OrderedDict()  # key -> _Variant, most recently used last
         self.counters = collections.Counter()
-        self.misses = []  # (guard source line, reason) of re-recordings, newest last
-        self._record(example_args)
+        self.misses = collections.deque(maxlen=20)  # (guard line, reason) of re-recordings
+        self._record(tuple(_as_input(a) for a in example_args))
 
     # -- public API -----------------------------------------------------------------------
     def __call__(self, *args):
@@ -76,8 +76,12 @@ class CompiledTape:
         valid until the next call of this CompiledTape (the values are replayed in place)."""
         v = self._variant(args)
         value = v.output()
+        call = self.counters["calls"]
 
         def vjp_fn(cotangent):
+            if self.counters["calls"] != call:
+                raise RuntimeError("this vjp_fn belongs to an earlier call of the compiled tape: "
+                                   "its values have been replayed over since. Call cf.vjp again.")
             gs = v.gradient(self.nums, seed=np.asarray(cotangent, dtype=np.float64))
             return gs[0] if isinstance(self.argnums, int) else tuple(gs)
 
@@ -103,24 +107,55 @@ class CompiledTape:
             grads.append(g)
         if isinstance(self.argnums, int):
             return np.asarray(values), np.stack(grads) if grads else np.zeros((0,) + X.shape[1:])
+        if not grads:
+            v = next(reversed(self.variants.values()))
+            return np.asarray(values), tuple(np.zeros((0,) + v.shapes[j]) for j in self.nums)
         return np.asarray(values), tuple(np.stack(gs) for gs in zip(*grads))
 
     def __reduce__(self):
         """Pickles as the function and the arguments of its latest recording; unpickling
-        records again (for process pools and Dask: f must be picklable, e.g. module-level)."""
+        records again (for process pools and Dask: f must be picklable, e.g. module-level).
+        A tape loaded from a file without its function pickles as that file's arrays."""
         v = next(reversed(self.variants.values()))
+        if self.f is None:
+            import io
+
+            buf = io.BytesIO()
+            _persist.save(v, buf, self.argnums)
+            return (_load_bytes, (buf.getvalue(),))
         return (_rebuild, (self.f, v.args, self.argnums, self.max_variants))
+
+    def save(self, path):
+        """Write the latest recording to `path` (.npz: plain arrays, no code; the format
+        version and the table hash included). ``tape.load(path)`` reads it back."""
+        _persist.save(next(reversed(self.variants.values())), path, self.argnums)
+
+    @classmethod
+    def _from_variant(cls, variant, f, argnums, max_variants=8):
+        self = cls.__new__(cls)
+        self.f = f
+        self.argnums = argnums
+        self.nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        self.max_variants = max_variants
+        self.variants = collections.OrderedDict([(0, variant)])
+        self.counters = collections.Counter()
+        self.misses = collections.deque(maxlen=20)
+        return self
 
     def stats(self):
         """Counters (calls, hits, guard misses, recordings, evictions), the variants and the
         source lines of the guards that caused re-recordings."""
-        return {**self.counters, "variants": len(self.variants),
+        counts = {k: self.counters.get(k, 0) for k in ("calls", "hits", "guard_misses",
+                                                         "recordings", "evictions")}
+        return {**counts, "variants": len(self.variants),
                 "guards": [len(v.guards) for v in self.variants.values()],
-                "recent_misses": list(self.misses[-5:])}
+                "recent_misses": list(self.misses)[-5:]}
 
     # -- variants ------------------------------------------------------------------------------
     def _variant(self, args):
         self.counters["calls"] += 1
+        args = tuple(_as_input(a) for a in args)
+        missed = None
         for k in reversed(list(self.variants)):
             v = self.variants[k]
             if not v.accepts(args):
@@ -131,11 +166,20 @@ class CompiledTape:
                 self.variants.move_to_end(k)
                 self.counters["hits"] += 1
                 return v
-            self.counters["guard_misses"] += 1
-            self.misses.append((failed.where, "guard differs"))
+            missed = failed
+        if missed is not None:
+            self.counters["guard_misses"] += 1  # once per call that no variant could take
+            self.misses.append((missed.where, "guard differs"))
         return self._record(args)
 
     def _record(self, args):
+        if self.f is None:
+            where = self.misses[-1][0] if self.misses else None
+            raise RuntimeError(
+                "this compiled tape was loaded from a file without its function, and the "
+                + (f"guard at {where} differs" if where else "arguments do not fit it "
+                   "(shapes or static arguments)")
+                + ": it cannot record again. Pass f= to tape.load to allow that.")
         v = _Variant(self.f, args, self.nums)
         self.counters["recordings"] += 1
         self.variants[self.counters["recordings"]] = v
@@ -159,6 +203,15 @@ def _is_input(a):
     if isinstance(a, (float, np.floating)):
         return True
     return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _as_input(a):
+    """A list of numbers is an array input, as eager transforms take it."""
+    if isinstance(a, list):
+        arr = np.asarray(a)
+        if arr.dtype.kind == "f":
+            return arr
+    return a
 
 
 def _same_static(a, b):
@@ -352,3 +405,16 @@ def _raw(a):
 
 def _rebuild(f, args, argnums, max_variants):
     return CompiledTape(f, args, argnums, max_variants)
+
+
+def _load_bytes(data):
+    import io
+
+    return _persist.load(io.BytesIO(data))
+
+
+def load(path, f=None):
+    """A CompiledTape saved by ``cf.save(path)``. The file is validated before any kernel runs
+    (a corrupt or hostile file raises ValueError). With `f`, arguments the recording does not
+    fit record f again; without it they are an error."""
+    return _persist.load(path, f)

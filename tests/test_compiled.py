@@ -205,3 +205,91 @@ def test_pickle_round_trip():
     v, g = cf2.value_and_grad(w1, X)
     v0, g0 = cf.value_and_grad(w1, X)
     assert v == v0 and np.array_equal(g, g0)
+
+
+# -- persistence ------------------------------------------------------------------------------
+
+def _saved_loss(w, X, idx):
+    z = X @ w
+    if np.sum(z) > 0:
+        z = z * 2.0
+    return np.sum(np.tanh(z[idx]) ** 2) + np.linalg.slogdet(np.diag(w[:3] * w[:3] + 1.0))[1]
+
+
+def _saved_setup():
+    rng = np.random.default_rng(4)
+    X, w = rng.normal(size=(40, 30)), rng.normal(size=30)
+    idx = np.array([0, 5, 7])
+    return X, w, idx
+
+
+def test_save_and_load_replay_bitwise(tmp_path):
+    X, w, idx = _saved_setup()
+    cf = tape.compile(_saved_loss, w, X, idx)
+    path = tmp_path / "loss.npz"
+    cf.save(path)
+    lt = tape.load(path)
+    for ww in (w, w * 1.01, w + 0.1):
+        v, g = lt.value_and_grad(ww, X, idx)
+        v0, g0 = cf.value_and_grad(ww, X, idx)
+        assert v == v0 and np.array_equal(g, g0)
+    data = np.load(path, allow_pickle=False)  # plain arrays only, no pickled code
+    assert "meta" in data.files and data["R"].dtype == np.int64
+
+
+def test_loaded_tape_guards(tmp_path):
+    X, w, idx = _saved_setup()
+    cf = tape.compile(_saved_loss, w, X, idx)
+    path = tmp_path / "loss.npz"
+    cf.save(path)
+    with pytest.raises(RuntimeError, match="guard at .*test_compiled.py.* differs.*f="):
+        tape.load(path).value_and_grad(-w, X, idx)  # the other branch of the if
+    with pytest.raises(RuntimeError, match="do not fit"):
+        tape.load(path)(w, X, np.array([1, 2, 3]))  # a different static index array
+    lt = tape.load(path, f=_saved_loss)
+    _close(lt.value_and_grad(-w, X, idx), _eager(_saved_loss, (-w, X, idx), 0))
+    import pickle
+
+    lp = pickle.loads(pickle.dumps(tape.load(path)))  # pickles as its arrays
+    assert lp(w, X, idx) == cf(w, X, idx)
+
+
+def test_load_rejects_bad_files(tmp_path):
+    X, w, idx = _saved_setup()
+    path = tmp_path / "loss.npz"
+    tape.compile(_saved_loss, w, X, idx).save(path)
+    raw = path.read_bytes()
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match="not a readable compiled tape"):
+        tape.load(bad)
+    files = dict(np.load(path, allow_pickle=False))
+    import json
+
+    meta = json.loads(bytes(files["meta"]).decode())
+    meta["table_hash"] = "0" * 16
+    files["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(bad, **files)
+    with pytest.raises(ValueError, match="table hash differs"):
+        tape.load(bad)
+    files = dict(np.load(path, allow_pickle=False))
+    R = files["R"].copy()
+    R[-1, 1] = len(R) + 5  # an operand that is not an earlier row
+    files["R"] = R
+    np.savez(bad, **files)
+    with pytest.raises(ValueError, match="operand slots must be earlier rows"):
+        tape.load(bad)
+
+
+@pytest.mark.slow
+def test_fuzzed_files_never_crash():
+    """Thousands of random mutations of a saved tape, loaded and replayed in a subprocess:
+    Python errors are fine, a crash (segfault, abort) is not."""
+    import subprocess
+
+    script = Path(__file__).with_name("_fuzz_saved_tape.py")
+    r = subprocess.run([sys.executable, "-W", "ignore", str(script), "3000", "7"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    n, loaded, rejected = (int(x) for x in r.stdout.split())
+    assert n == 3000 and loaded + rejected == n and rejected > n // 2

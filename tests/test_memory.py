@@ -82,6 +82,7 @@ def _growth(body, n):
     for _ in range(n):
         body()
     gc.collect()
+    _trim()
     return _rss() - r0
 
 
