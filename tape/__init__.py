@@ -13,6 +13,7 @@ from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining
 from ._state import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor, tensor
 from .backward_state import BackwardState
+from .checkpoint import checkpoint
 from .compiled import CompiledTape, compile, load  # noqa: A004 (tape.compile)
 from .function import Function, FunctionCtx
 from .functional import grad, value_and_grad, vjp
@@ -22,7 +23,7 @@ from .saved_variable import SavedVariable
 
 __version__ = "0.1.0"
 
-__all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load", "Function", "FunctionCtx", "SavedVariable",
+__all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load", "checkpoint", "Function", "FunctionCtx", "SavedVariable",
            "no_grad", "enable_grad", "is_grad_enabled", "autograd", "graph", "numpy", "linalg",
            "pipelining", "forward_ad", "optimize", "jvp", "linearize", "jacfwd", "jacrev", "jacobian",
            "hessian", "hvp",
