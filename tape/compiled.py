@@ -93,6 +93,40 @@ class CompiledTape:
         v = self._variant(tuple(args))
         return v.output(), v.tangent(self.nums, tangents)
 
+    def hvp(self, args, v):
+        """Exact Hessian-vector product of scalar f at `args` with `v` (one per argnum), by
+        reverse over forward over the replayed recording. The forward rules run as recorded
+        tensor operations (Python per op): slower than a replayed gradient."""
+        from . import autograd, forward_ad
+        from ._state import enable_grad
+
+        vs = v if isinstance(v, (tuple, list)) else (v,)
+        if len(vs) != len(self.nums):
+            raise ValueError(f"hvp: {len(self.nums)} vectors expected (one per argnum)")
+        var = self._variant(tuple(args))
+        if var.t is None or var.out._tape is None:
+            out = [np.zeros(var.shapes[i]) for i in self.nums]
+        else:
+            if var.out.size != 1:
+                raise TypeError("hvp needs a scalar output")
+            level = forward_ad.enter_dual_level()
+            try:
+                lv = forward_ad._levels[-1]
+                xs = [var.leaves[i] for i in self.nums]
+                for x, u in zip(xs, vs):
+                    lv.leaf_sources[id(x)] = Tensor(np.asarray(u, dtype=np.float64)
+                                                    .reshape(x.shape))
+                with enable_grad():
+                    g = forward_ad.unpack_dual(var.out, level=level).tangent
+            finally:
+                forward_ad.exit_dual_level(level=level)
+            if g is None or not g.requires_grad:
+                out = [np.zeros(x.shape) for x in xs]
+            else:
+                gs = autograd.grad([g], xs, retain_graph=True, allow_unused=True)
+                out = [np.zeros(x.shape) if h is None else np.asarray(h) for h, x in zip(gs, xs)]
+        return out[0] if isinstance(self.argnums, int) else tuple(out)
+
     def value_and_grad_batch(self, X, *rest):
         """Values and gradients for every row of X (the first argnum) along its leading axis,
         stacked: per-sample gradients, ensembles, chains. The other arguments are shared."""

@@ -293,3 +293,16 @@ def test_fuzzed_files_never_crash():
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     n, loaded, rejected = (int(x) for x in r.stdout.split())
     assert n == 3000 and loaded + rejected == n and rejected > n // 2
+
+
+def test_hvp_on_the_replayed_recording():
+    def f(x, c):
+        return np.sum(np.sin(x) * x ** 2 * c)
+
+    x0, c = np.array([0.3, -0.8, 1.2]), np.array([1.0, 2.0, 0.5])
+    cf = tape.compile(f, x0, c)
+    v = np.array([1.0, 0.5, -2.0])
+    for x in (x0, x0 + 0.3):
+        hv = cf.hvp((x, c), v)
+        np.testing.assert_allclose(hv, tape.hvp(lambda z: f(z, c), x, v), rtol=1e-13)
+        _close(cf.value_and_grad(x, c), _eager(f, (x, c), 0))  # replays still work after
