@@ -206,6 +206,17 @@ class CompiledTape:
             self.misses.append((missed.where, "guard differs"))
         return self._record(args)
 
+    def _settle(self, v, args):
+        """Replay a new recording once at its own arguments, so that every result comes from
+        the replay: eager NumPy may round differently in the last bits, and a call's result
+        should not depend on whether it recorded. (A guard that the replay reads differently,
+        at a knife edge, keeps its recorded result: that variant then never replays, and those
+        arguments record again, which is slow but never wrong.)"""
+        if v.t is None:
+            return
+        v.load(args)
+        v.replay()
+
     def _record(self, args):
         if self.f is None:
             where = self.misses[-1][0] if self.misses else None
@@ -215,6 +226,7 @@ class CompiledTape:
                    "(shapes or static arguments)")
                 + ": it cannot record again. Pass f= to tape.load to allow that.")
         v = _Variant(self.f, args, self.nums)
+        self._settle(v, args)
         self.counters["recordings"] += 1
         self.variants[self.counters["recordings"]] = v
         if len(self.variants) > self.max_variants:

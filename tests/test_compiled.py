@@ -306,3 +306,19 @@ def test_hvp_on_the_replayed_recording():
         hv = cf.hvp((x, c), v)
         np.testing.assert_allclose(hv, tape.hvp(lambda z: f(z, c), x, v), rtol=1e-13)
         _close(cf.value_and_grad(x, c), _eager(f, (x, c), 0))  # replays still work after
+
+
+def test_results_do_not_depend_on_whether_a_call_recorded():
+    """A call that records a new variant returns the replay's values, as every later call does."""
+    def f(x):
+        return np.sum(np.sin(x) ** 2) if np.max(x) > 0 else np.sum(np.cos(x) ** 3)
+
+    rng = np.random.default_rng(5)
+    xs = [rng.normal(size=50) for _ in range(6)] + [-np.abs(rng.normal(size=50))]
+    first = [tape.compile(f, x).value_and_grad(x) for x in xs]  # each one records
+    cf = tape.compile(f, xs[0])
+    for x in xs:
+        cf.value_and_grad(x)
+    again = [cf.value_and_grad(x) for x in xs]  # each one replays
+    for (v1, g1), (v2, g2) in zip(first, again):
+        assert v1 == v2 and np.array_equal(g1, g2)
