@@ -451,12 +451,35 @@ def _family_kernels():
     return "\n\n\n".join(kernels), _indent(calls, 8)
 
 
-def render() -> str:
+def prelude(header) -> str:
+    """What every generated module starts with: its header, the scalar helpers, and the family
+    code of every opcode (a frozen global inside the kernels)."""
     fam_codes = ", ".join(str(FAMILIES.index(p.family)) for p in TABLE)
-    text = HEADER.format(hash=table_hash())
+    text = header.format(hash=table_hash())
     text += "\n" + HELPERS.rstrip() + "\n"
     text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
-    text += f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
+    return text + f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
+
+
+def write_or_check(path, text, argv, command):
+    """Write a generated module (only when it changed: rewriting it would still invalidate
+    Numba's cache), or with --check exit 1 when the committed file is stale."""
+    old = open(path).read() if os.path.exists(path) else None
+    name = os.path.relpath(path, os.path.dirname(os.path.dirname(path)))
+    if "--check" in argv:
+        if old != text:
+            print(f"{name} is stale: run `{command}`", file=sys.stderr)
+            return 1
+        return 0
+    if old != text:
+        with open(path, "w") as fh:
+            fh.write(text)
+        print(f"wrote {path}")
+    return 0
+
+
+def render() -> str:
+    text = prelude(HEADER)
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
     body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
@@ -465,19 +488,7 @@ def render() -> str:
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    text = render()
-    if "--check" in argv:
-        with open(OUT) as fh:
-            if fh.read() != text:
-                print("jit/_interp.py is stale: run `python -m jit._generate`", file=sys.stderr)
-                return 1
-        return 0
-    old = open(OUT).read() if os.path.exists(OUT) else None
-    if old != text:  # rewriting an unchanged file would still invalidate Numba's cache
-        with open(OUT, "w") as fh:
-            fh.write(text)
-        print(f"wrote {OUT}")
-    return 0
+    return write_or_check(OUT, render(), argv, "python -m jit._generate")
 
 
 if __name__ == "__main__":

@@ -68,8 +68,8 @@ import os
 import sys
 
 from ._generate import HEADER as _INTERP_HEADER
-from ._generate import _indent, _uses
-from .table import FAMILIES, HELPERS, TABLE, table_hash
+from ._generate import _indent, _uses, prelude, write_or_check
+from .table import FAMILIES, HELPERS, TABLE
 
 OUT = os.path.join(os.path.dirname(__file__), "_forward.py")
 
@@ -423,11 +423,7 @@ def _family_kernels():
 
 
 def render() -> str:
-    fam_codes = ", ".join(str(FAMILIES.index(p.family)) for p in TABLE)
-    text = HEADER.format(hash=table_hash())
-    text += "\n" + HELPERS.rstrip() + "\n"
-    text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
-    text += f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n\n"
+    text = prelude(HEADER) + "\n"
     kernels, calls = _family_kernels()
     body = ENTRY_POINT.replace("{scalar_body}", _scalar_body()).replace("{array_body}", calls)
     return text + PAIRWISE + "\n\n" + kernels + "\n" + body
@@ -435,22 +431,7 @@ def render() -> str:
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    text = render()
-    old = None
-    if os.path.exists(OUT):
-        with open(OUT) as fh:
-            old = fh.read()
-    if "--check" in argv:
-        if old != text:
-            print("jit/_forward.py is stale: run `python -m jit._generate_forward`",
-                  file=sys.stderr)
-            return 1
-        return 0
-    if old != text:  # rewriting an unchanged file would still invalidate Numba's cache
-        with open(OUT, "w") as fh:
-            fh.write(text)
-        print(f"wrote {OUT}")
-    return 0
+    return write_or_check(OUT, render(), argv, "python -m jit._generate_forward")
 
 
 if __name__ == "__main__":
