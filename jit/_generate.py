@@ -101,7 +101,7 @@ def data_pointers(object_addresses, field_offset, out):
 SIG_NEED_PASS = "int64(int64[:, ::1], uint8[::1], uint8[::1], uint8[::1], uint8[::1])"
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def need_pass(R, src, root, live, need):
     """Mark the rows on a path from a source slot to a root slot.
 
@@ -145,7 +145,7 @@ SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1],
              "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
     for i in range(hi - 1, lo - 1, -1):

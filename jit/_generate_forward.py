@@ -121,7 +121,7 @@ SIG_FORWARD_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], float64[::1
                      "float64[::1], int64, int64)")
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
     skipped: their values are written by the caller)."""

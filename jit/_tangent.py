@@ -651,7 +651,7 @@ SIG_TANGENT_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1],
                      "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64)")
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     """Push k tangent directions through rows lo..hi-1 (escape rows are run by the driver)."""
     # scratch for one array row's partials (2 per element), allocated once: growing it inside

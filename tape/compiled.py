@@ -127,24 +127,68 @@ class CompiledTape:
                 out = [np.zeros(x.shape) if h is None else np.asarray(h) for h, x in zip(gs, xs)]
         return out[0] if isinstance(self.argnums, int) else tuple(out)
 
-    def value_and_grad_batch(self, X, *rest):
+    def value_and_grad_batch(self, X, *rest, threads=1):
         """Values and gradients for every row of X (the first argnum) along its leading axis,
-        stacked: per-sample gradients, ensembles, chains. The other arguments are shared."""
+        stacked: per-sample gradients, ensembles, chains. The other arguments are shared.
+
+        `threads` > 1 splits the rows among threads, each replaying its own copy of the
+        recording (the jitted sweeps release the GIL); rows whose guards need another
+        variant fall back to this tape, one at a time. Results are the same either way.
+        """
         X = np.asarray(X, dtype=np.float64)
         i = self.nums[0]
-        values, grads = [], []
-        for row in X:
-            args = list(rest)
-            args.insert(i, row)
-            value, g = self.value_and_grad(*args)
-            values.append(value)
-            grads.append(g)
+        if threads > 1 and len(X) > 1:
+            values, grads = self._batch_threads(X, rest, i, int(threads))
+        else:
+            values, grads = [], []
+            for row in X:
+                args = list(rest)
+                args.insert(i, row)
+                value, g = self.value_and_grad(*args)
+                values.append(value)
+                grads.append(g)
         if isinstance(self.argnums, int):
             return np.asarray(values), np.stack(grads) if grads else np.zeros((0,) + X.shape[1:])
         if not grads:
             v = next(reversed(self.variants.values()))
             return np.asarray(values), tuple(np.zeros((0,) + v.shapes[j]) for j in self.nums)
         return np.asarray(values), tuple(np.stack(gs) for gs in zip(*grads))
+
+    def _batch_threads(self, X, rest, i, threads):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        def args_of(row):
+            a = list(rest)
+            a.insert(i, row)
+            return tuple(_as_input(x) for x in a)
+
+        base = self._variant(args_of(X[0]))  # the variant the first row takes
+        lock = threading.Lock()
+        out = [None] * len(X)
+
+        def work(lo, hi):
+            v = base.clone()
+            for r in range(lo, hi):
+                args = args_of(X[r])
+                ok = v.accepts(args)
+                if ok:
+                    v.load(args)
+                    ok = v.replay() is None
+                if ok:
+                    g = v.gradient(self.nums)
+                    out[r] = (v.output(), g[0] if isinstance(self.argnums, int) else tuple(g))
+                else:  # another path: this tape (and its variants), one row at a time
+                    with lock:
+                        out[r] = self.value_and_grad(*args)
+
+        bounds = np.linspace(0, len(X), threads + 1).astype(int)
+        with ThreadPoolExecutor(threads) as pool:
+            for f in [pool.submit(work, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])
+                      if hi > lo]:
+                f.result()
+        self.counters["calls"] += len(X)
+        return [o[0] for o in out], [o[1] for o in out]
 
     def __reduce__(self):
         """Pickles as the function and the arguments of its latest recording; unpickling
@@ -313,6 +357,50 @@ class _Variant:
         self.slots = [slot_of.get(id(x)) if type(x) is Tensor else None for x in self.leaves]
         self.escapes = sorted(t.escapes)
         self._plans = {}
+
+    def clone(self):
+        """A copy with its own value buffers (the row arrays are shared, read-only), for
+        replaying in another thread."""
+        from ._arrays import data_pointers
+        from ._tape import Tape
+
+        c = _Variant.__new__(_Variant)
+        c.__dict__.update(self.__dict__)
+        c._plans = {}
+        if self.t is None:
+            return c
+        t, A = self.t, self.A
+        n = Tape()
+        n.sealed = True
+        n.av = [None if v is None else np.array(v) for v in t.av]
+        n.side_of, n.escapes, n.links = t.side_of, t.escapes, {}
+        n.rows = n.sv = n.side = n.ia = n.fa = None
+        sv = A.sv.copy()
+        arr = np.flatnonzero(A.is_array)
+        VA = sv.ctypes.data + 8 * np.arange(len(sv), dtype=np.int64)
+        if len(arr):
+            VA[arr] = data_pointers([n.av[t.side_of[int(s)]] for s in arr])
+        n.built = type(A)(**{**A.__dict__, "sv": sv, "VA": VA})
+        n.freed = np.zeros(len(sv), np.uint8)
+        leaves = {}
+        c.leaves = list(self.leaves)
+        for j, (leaf, s) in enumerate(zip(self.leaves, self.slots)):
+            if type(leaf) is Tensor:
+                new = Tensor(np.array(leaf._v), requires_grad=True)
+                if s is not None and A.is_array[s]:
+                    new._v = n.av[t.side_of[s]]  # the row's own buffer, as in the original
+                c.leaves[j] = new
+                leaves[id(leaf)] = new
+        n.leaves = {s: (leaves[id(lf)], 0) for s, (lf, _) in t.leaves.items()}
+        c.t, c.A = n, n.built
+        out = Tensor.__new__(Tensor)
+        out._v, out._tape, out._slot, out._rg, out._meta = self.out._v, n, self.out._slot, \
+            True, None
+        c.out = out
+        c.guards = [_guards.Guard(g.spec, tuple((k, leaves.get(id(x), x)) if k == "leaf"
+                                                else (k, x) for k, x in g.operands),
+                                  g.result, g.where) for g in self.guards]
+        return c
 
     def accepts(self, args):
         if len(args) != len(self.shapes):

@@ -322,3 +322,21 @@ def test_results_do_not_depend_on_whether_a_call_recorded():
     again = [cf.value_and_grad(x) for x in xs]  # each one replays
     for (v1, g1), (v2, g2) in zip(first, again):
         assert v1 == v2 and np.array_equal(g1, g2)
+
+
+def test_batch_in_threads_equals_serial():
+    def f(x, c):
+        y = np.sum(np.sin(x) * c)
+        if np.max(x) > 0.5:  # rows take both branches: other-branch rows fall back
+            return y * y
+        return np.sum(np.cumprod(np.cos(x))) + y
+
+    c = np.array([1.0, 2.0, 0.5])
+    X = np.random.default_rng(6).normal(size=(40, 3))
+    for threads in (2, 3):
+        cf = tape.compile(f, X[0], c)
+        v1, g1 = cf.value_and_grad_batch(X, c)
+        v2, g2 = tape.compile(f, X[0], c).value_and_grad_batch(X, c, threads=threads)
+        assert np.array_equal(v1, v2) and np.array_equal(g1, g2)
+        for k in (0, 7, 39):
+            _close(cf.value_and_grad(X[k], c), _eager(f, (X[k], c), 0))
