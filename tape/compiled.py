@@ -441,9 +441,10 @@ class _Variant:
             self._escape_value(c)
             lo = c + 1
         forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, len(A.sv))
-        for g in self.guards:
-            if not g.holds(t.value):
-                return g
+        if self.guards:
+            for g in self.guards:
+                if not g.holds(t.value):
+                    return g
         return None
 
     def _escape_value(self, c):
@@ -502,7 +503,10 @@ class _Variant:
         s = o._slot
         if live[s]:
             G[GO[s]:GO[s] + A.size[s]] = np.reshape(seed, -1)
-        sweep_segments(self.t, A, G, GO, need, live, (), (), retain_hooked=False)
+        if self.escapes:
+            sweep_segments(self.t, A, G, GO, need, live, (), (), retain_hooked=False)
+        else:  # one jitted call: nothing to run in Python between segments
+            jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, len(A.sv))
         out = []
         for i, shape in zip(nums, shapes):
             slot = self.slots[i]
