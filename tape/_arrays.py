@@ -43,6 +43,16 @@ def data_pointers(arrays) -> np.ndarray:
     return out
 
 
+def value_addresses(sv, arrays):
+    """VA: the address of every slot's value: 0-d values in `sv`, the others in the buffers
+    of `arrays` ({slot: array})."""
+    VA = sv.ctypes.data + 8 * np.arange(len(sv), dtype=np.int64)
+    if arrays:
+        slots = np.fromiter(arrays, np.int64, len(arrays))
+        VA[slots] = data_pointers(list(arrays.values()))
+    return VA
+
+
 def build_arrays(t):
     n = len(t.sv)
     R = np.empty((n, 4), np.int64)  # code, a, b, side row (-1: a 0-d row of 0-d operands)
@@ -64,8 +74,7 @@ def build_arrays(t):
     size = np.ones(n, np.int64)
     size[arr_slot] = S[arr_side, 0]
     size[packed_slot] = S[packed_side, 0]
-    VA = sv.ctypes.data + 8 * np.arange(n, dtype=np.int64)
-    VA[arr_slot] = data_pointers([t.av[j] for j in arr_side])
+    VA = value_addresses(sv, {int(s): t.av[j] for s, j in zip(arr_slot, arr_side)})
     VA[packed_slot] = 0
     is_array = np.zeros(n, bool)
     is_array[arr_slot] = True

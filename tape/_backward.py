@@ -108,26 +108,7 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     A = t.build()
-    n = len(A.sv)
-    src = np.zeros(n, np.uint8)
-    for slot, (leaf, _) in t.leaves.items():
-        if want is None or id(leaf) in want:
-            src[slot] = 1
-    for slot in t.links:
-        src[slot] = 1  # conservatively: the older tape decides exactly
-    if want is not None:
-        for x in inputs:
-            if x._tape is t and x._meta is None:
-                src[x._slot] = 1
-    root = np.zeros(n, np.uint8)
-    for slot, _ in tape_seeds:
-        root[slot] = 1
-    live = np.zeros(n, np.uint8)
-    need = np.zeros(n, np.uint8)
-    jit.need_pass(A.R, src, root, live, need)
-    if (t.freed & (need != 0)).any():
-        raise RuntimeError(BACKWARD_TWICE)
-    _check_versions(t, A, live, need)
+    root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs)
 
     GO, G = arena(A, live)
     for slot, s in tape_seeds:
@@ -306,6 +287,33 @@ def free_rows(t, A, rows):
         if t.av[k] is not None:
             t.av[k] = None
             A.VA[s] = 0  # never read again: every row that reads it is swept
+
+
+def plan_need(t, A, root_slots, want, inputs):
+    """The need pass of one tape for a backward from `root_slots` to the leaves in `want`
+    (all leaves when None) and the non-leaf `inputs` on it; links are sources conservatively
+    (the older tape decides exactly). Checks freed rows and leaf versions.
+    Returns (root, live, need)."""
+    n = len(A.R)
+    src = np.zeros(n, np.uint8)
+    for slot, (leaf, _) in t.leaves.items():
+        if want is None or id(leaf) in want:
+            src[slot] = 1
+    for slot in t.links:
+        src[slot] = 1
+    if want is not None:
+        for x in inputs:
+            if x._tape is t and x._meta is None:
+                src[x._slot] = 1
+    root = np.zeros(n, np.uint8)
+    root[list(root_slots)] = 1
+    live = np.zeros(n, np.uint8)
+    need = np.zeros(n, np.uint8)
+    jit.need_pass(A.R, src, root, live, need)
+    if t.freed is not None and (t.freed & (need != 0)).any():
+        raise RuntimeError(BACKWARD_TWICE)
+    _check_versions(t, A, live, need)
+    return root, live, need
 
 
 def _check_versions(t, A, live, need):

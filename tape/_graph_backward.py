@@ -13,10 +13,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import jit
 from jit.table import OPCODE
 
-from ._backward import BACKWARD_TWICE, _check_versions
+from ._backward import BACKWARD_TWICE, plan_need
 from ._record import plain
 from ._state import enable_grad
 from ._tangents import TapeReader
@@ -104,25 +103,8 @@ def _sweep(t, adj, want, inputs, out, leaf_grads):
         raise RuntimeError(BACKWARD_TWICE)
     R = _rows(t)
     n = len(R)
-    src = np.zeros(n, np.uint8)
-    for slot, (leaf, _) in t.leaves.items():
-        if want is None or id(leaf) in want:
-            src[slot] = 1
-    for slot in t.links:
-        src[slot] = 1
-    if want is not None:
-        for x in inputs:
-            if x._tape is t and x._meta is None:
-                src[x._slot] = 1
-    root = np.zeros(n, np.uint8)
-    for slot in adj:
-        root[slot] = 1
-    live = np.zeros(n, np.uint8)
-    need = np.zeros(n, np.uint8)
-    jit.need_pass(R, src, root, live, need)
-    if t.freed is not None and (t.freed & (need != 0)).any():
-        raise RuntimeError(BACKWARD_TWICE)
-    _check_versions(t, SimpleNamespace(R=R, code=R[:, 0] & 255), live, need)
+    _, live, need = plan_need(t, SimpleNamespace(R=R, code=R[:, 0] & 255), list(adj), want,
+                              inputs)
     rd = TapeReader(t)
     inputs_here = {x._slot: x for x in inputs or () if x._tape is t and x._meta is None}
     fn_grads = {}  # function_out slot -> adjoint, for the hub's backward

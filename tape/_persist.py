@@ -166,7 +166,7 @@ def _build(files):
         off += sz
     _need(off == len(consts), "constant values too long")
     # the tape object the replay driver expects
-    from ._arrays import data_pointers
+    from ._arrays import value_addresses
     from ._tape import Tape
 
     t = Tape()
@@ -187,9 +187,7 @@ def _build(files):
         if _FAMILY[R[c, 0] & 255] == "escape":
             _need(c in t.escapes, f"escape row {c} has no shapes")
     arr_slots = np.array([s for s, k in side_of.items() if is_array[k]], dtype=np.int64)
-    VA = sv.ctypes.data + 8 * np.arange(n, dtype=np.int64)
-    if len(arr_slots):
-        VA[arr_slots] = data_pointers([av[side_of[int(s)]] for s in arr_slots])
+    VA = value_addresses(sv, {int(s): av[side_of[int(s)]] for s in arr_slots})
     isarr = np.zeros(n, bool)
     isarr[arr_slots] = True
     t.built = SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=np.array(size),

@@ -21,6 +21,7 @@ import jit
 
 from ._backward import (BACKWARD_TWICE, _check_versions, adjoint, arena, free_rows, run_hooks,
                         sweep_segments)
+from ._tape import linked_tapes
 
 
 class _TapePlan:
@@ -72,17 +73,10 @@ def _work(plans, name):
 
 def _tapes_of(roots):
     """Every tape the roots reach through links, oldest first."""
-    seen = {}
-    stack = [r._tape for r in roots if r._meta is None]
-    while stack:
-        t = stack.pop()
-        if t.id in seen:
-            continue
-        if t.released:
-            raise RuntimeError(BACKWARD_TWICE)
-        seen[t.id] = t
-        stack.extend(x._tape for x in t.links.values())
-    return [seen[k] for k in sorted(seen)]
+    tapes = list(linked_tapes(r._tape for r in roots if r._meta is None))
+    if any(t.released for t in tapes):
+        raise RuntimeError(BACKWARD_TWICE)
+    return sorted(tapes, key=lambda t: t.id)
 
 
 def _dep(A, src):

@@ -14,7 +14,7 @@ import numpy as np
 import jit
 from jit.table import TABLE
 
-from ._tape import newest_tape_id
+from ._tape import linked_tapes, newest_tape_id
 
 
 class TangentProgram:
@@ -110,16 +110,10 @@ def closed_tapes(outs, xs, first_id):
     nothing but the leaves `xs` and constants; no custom Function): else None."""
     last_id = newest_tape_id()
     ids = {id(x) for x in xs}
-    seen = {}
-    stack = [o._tape for o in outs if o._tape is not None]
-    while stack:
-        t = stack.pop()
-        if t.id in seen:
-            continue
+    tapes = list(linked_tapes(o._tape for o in outs))
+    for t in tapes:
         if not first_id <= t.id <= last_id or t.functions:
             return None
         if any(id(leaf) not in ids for leaf, _ in t.leaves.values()):
             return None
-        seen[t.id] = t
-        stack.extend(x._tape for x in t.links.values())
-    return list(seen.values())
+    return tapes

@@ -159,6 +159,20 @@ class Tape:
         self.released = True
 
 
+def linked_tapes(tapes):
+    """Every tape reachable from `tapes` (None entries skipped) through link rows, each once,
+    in the order the walk meets them."""
+    seen = set()
+    stack = [t for t in tapes if t is not None]
+    while stack:
+        t = stack.pop()
+        if t.id in seen:
+            continue
+        seen.add(t.id)
+        yield t
+        stack.extend(x._tape for x in t.links.values())
+
+
 def current_tape() -> Tape:
     t = state.tape
     if t is None or t.sealed:  # sealed by a backward, maybe in another thread

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import autograd
 from ._state import enable_grad
-from ._tape import newest_tape_id
+from ._tape import linked_tapes, newest_tape_id
 from ._tensor import Tensor
 from .function import Function
 
@@ -82,13 +82,8 @@ def _check_closure(outs, xs, fn, first):
     """A tensor with history used by fn but not passed to it (a leaf that requires grad, or a
     recorded tensor from outside) would be left out of the gradient: an error."""
     ids = {id(x) for x in xs}
-    seen, stack = set(), [o._tape for o in outs if type(o) is Tensor and o._tape is not None]
     name = getattr(fn, "__name__", "fn")
-    while stack:
-        t = stack.pop()
-        if t.id in seen:
-            continue
-        seen.add(t.id)
+    for t in linked_tapes(o._tape for o in outs if type(o) is Tensor):
         leaves = [leaf for leaf, _ in t.leaves.values() if id(leaf) not in ids]
         outside = [x for x in t.links.values() if x._tape.id < first]
         if leaves or outside:
@@ -97,4 +92,3 @@ def _check_closure(outs, xs, fn, first):
                 f"tape.checkpoint({name}): it uses a tensor that requires grad (shape {shape}) "
                 "without taking it as an argument; its gradient would be lost. Pass it as an "
                 "argument.")
-        stack.extend(x._tape for x in t.links.values())

@@ -361,7 +361,7 @@ class _Variant:
     def clone(self):
         """A copy with its own value buffers (the row arrays are shared, read-only), for
         replaying in another thread."""
-        from ._arrays import data_pointers
+        from ._arrays import value_addresses
         from ._tape import Tape
 
         c = _Variant.__new__(_Variant)
@@ -376,10 +376,8 @@ class _Variant:
         n.side_of, n.escapes, n.links = t.side_of, t.escapes, {}
         n.rows = n.sv = n.side = n.ia = n.fa = None
         sv = A.sv.copy()
-        arr = np.flatnonzero(A.is_array)
-        VA = sv.ctypes.data + 8 * np.arange(len(sv), dtype=np.int64)
-        if len(arr):
-            VA[arr] = data_pointers([n.av[t.side_of[int(s)]] for s in arr])
+        VA = value_addresses(sv, {int(s): n.av[t.side_of[int(s)]]
+                                  for s in np.flatnonzero(A.is_array)})
         n.built = type(A)(**{**A.__dict__, "sv": sv, "VA": VA})
         n.freed = np.zeros(len(sv), np.uint8)
         leaves = {}

@@ -95,7 +95,7 @@ class Function:
     def jvp(ctx, *tangents):
         """Forward mode (optional): one tangent per output from one per argument of forward
         (None for non-tensors and for arguments without a tangent)."""
-        raise NotImplementedError
+        raise NotImplementedError("this tape.Function defines no static jvp(ctx, *tangents)")
 
     @classmethod
     def apply(cls, *args):

@@ -5,7 +5,10 @@ import functools
 
 import numpy as np
 
-from . import autograd
+from jit.table import OPCODE
+
+from . import autograd, forward_ad
+from ._record import unary
 from ._state import state
 from ._tensor import Tensor, _LeafMeta
 
@@ -117,8 +120,6 @@ def _nested(args=()):
     """Is this transform running inside an enclosing one (or a dual level), which may
     differentiate its result again? Its arguments, or what the function closes over, may be
     tensors of the enclosing transform: the result must keep their history."""
-    from . import forward_ad
-
     return state.transforms > 0 or bool(forward_ad._levels) or any(
         type(a) is Tensor and a._rg and a._meta is None for a in args)
 
@@ -126,9 +127,6 @@ def _nested(args=()):
 def _fresh_input(a, i):
     """A new node for argument `a` of a nested transform: its own input, so that the gradient
     is taken with respect to this use only (no perturbation confusion), history kept."""
-    from ._record import unary
-    from jit.table import OPCODE
-
     if type(a) is Tensor and a._rg:
         return unary(OPCODE["copy"], a)
     return _as_leaf(a, i)
