@@ -596,7 +596,12 @@ def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
         k = R[i, 3]
         if k < 0:
             # 0-d row of 0-d operands (values in sv), or a 0-d constant / Function hub (no match)
-            if op == 3:  # neg
+            if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
+                a = sv[sa]
+                b = sv[sb]
+                s = a + (1.0 if op == 29 else -1.0) * b  # a - b is a + (-b), exactly
+                sv[i] = a * b if op == 31 else s
+            elif op == 3:  # neg
                 x = sv[sa]
                 sv[i] = -x
             elif op == 4:  # abs
@@ -674,18 +679,6 @@ def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
             elif op == 28:  # copy
                 x = sv[sa]
                 sv[i] = x
-            elif op == 29:  # add
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = a + b
-            elif op == 30:  # subtract
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = a - b
-            elif op == 31:  # multiply
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = a * b
             elif op == 32:  # divide
                 a = sv[sa]
                 b = sv[sb]

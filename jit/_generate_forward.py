@@ -68,7 +68,7 @@ import os
 import sys
 
 from ._generate import HEADER as _INTERP_HEADER
-from ._generate import _indent, _uses, prelude, write_or_check
+from ._generate import _indent, _uses, arithmetic_codes, prelude, write_or_check
 from .table import FAMILIES, HELPERS, TABLE
 
 OUT = os.path.join(os.path.dirname(__file__), "_forward.py")
@@ -331,10 +331,16 @@ def _check_formula(p):
 
 
 def _scalar_body():
-    """0-d rows of 0-d operands: the formula inline, operands and result in sv."""
-    out = []
+    """0-d rows of 0-d operands: the formula inline, operands and result in sv. Add, subtract
+    and multiply share one branchless body (see ``arithmetic_codes``)."""
+    add, sub, mul = arithmetic_codes()
+    out = [f"if op >= {add} and op <= {mul}:  # add, subtract, multiply: no data-dependent jump",
+           "    a = sv[sa]",
+           "    b = sv[sb]",
+           f"    s = a + (1.0 if op == {add} else -1.0) * b  # a - b is a + (-b), exactly",
+           f"    sv[i] = a * b if op == {mul} else s"]
     for code, p in enumerate(TABLE):
-        if p.family not in ("unary", "binary"):
+        if p.family not in ("unary", "binary") or code in (add, sub, mul):
             continue
         out.append(f"{'elif' if out else 'if'} op == {code}:  # {p.name}")
         if p.family == "unary":

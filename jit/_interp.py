@@ -846,7 +846,16 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         k = R[i, 3]
         if k < 0:
             g = G[i]
-            if op == 3:  # neg
+            if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
+                a = sv[sa]
+                b = sv[sb]
+                da = b if op == 31 else 1.0
+                db = a if op == 31 else (1.0 if op == 29 else -1.0)
+                if nd & 1:
+                    G[sa] += g * da
+                if nd & 2:
+                    G[sb] += g * db
+            elif op == 3:  # neg
                 G[sa] += g * (-1.0)
             elif op == 4:  # abs
                 x = sv[sa]
@@ -922,23 +931,6 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
                 G[sa] += g * (1.0 / (1.0 - x * x))
             elif op == 28:  # copy
                 G[sa] += g * (1.0)
-            elif op == 29:  # add
-                if nd & 1:
-                    G[sa] += g * (1.0)
-                if nd & 2:
-                    G[sb] += g * (1.0)
-            elif op == 30:  # subtract
-                if nd & 1:
-                    G[sa] += g * (1.0)
-                if nd & 2:
-                    G[sb] += g * (-1.0)
-            elif op == 31:  # multiply
-                a = sv[sa]
-                b = sv[sb]
-                if nd & 1:
-                    G[sa] += g * (b)
-                if nd & 2:
-                    G[sb] += g * (a)
             elif op == 32:  # divide
                 b = sv[sb]
                 y = sv[i]
