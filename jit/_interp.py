@@ -165,6 +165,20 @@ def _pick_fmax(a, b):
 # family code of every opcode (a frozen global inside the kernels)
 _FAMILY = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 4, 4, 4, 4, 5, 5, 6, 7, 8, 9, 9, 9, 9, 9, 9, 9], dtype=np.int64)
 
+# runs of same-size elementwise rows of at least MIN_RUN_SIZE elements go block by block
+BLOCK = 2048
+MIN_RUN_SIZE = 2 * BLOCK
+UNARY = 1
+BINARY = 2
+
+
+@njit(error_model="numpy")
+def _elementwise(code, k, S):
+    """A unary or binary array row whose operands are of its size or one element (no index
+    map): it can run on any block of its elements."""
+    fam = _FAMILY[code & 255]
+    return k >= 0 and (fam == UNARY or fam == BINARY) and (code >> 8) & 12 == 0
+
 
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
 
@@ -828,6 +842,63 @@ def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                         G[gb + ob + kk * N + c] += acc
 
 
+@njit(error_model="numpy")
+def _reverse_run_start(R, S, need, lo, top, n):
+    """First row of the run of elementwise rows of n elements that ends at row top. A row
+    whose needed operand has one element ends it: that adjoint sums over all elements, and
+    two rows summing into it block by block would add in another order than row by row."""
+    s = top
+    while s > lo:
+        r = s - 1
+        nd = need[r]
+        if nd != 0:
+            code = R[r, 0]
+            k = R[r, 3]
+            if not _elementwise(code, k, S) or S[k, 0] != n:
+                break
+            fl = code >> 8
+            if (nd & 1 and fl & 1) or (nd & 2 and fl & 2):
+                break
+        s = r
+    return s
+
+
+@njit(error_model="numpy")
+def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
+    """Rows r1-1 down to r0, block by block: each element's adjoint gets its terms in the same
+    order as row by row, so the result is the same to the bit."""
+    for b0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - b0)
+        for i in range(r1 - 1, r0 - 1, -1):
+            nd = need[i]
+            if nd == 0:
+                continue
+            code = R[i, 0]
+            sa = R[i, 1]
+            sb = R[i, 2]
+            k = R[i, 3]
+            fl = code >> 8
+            pa = VA[sa]
+            ga = GO[sa]
+            if not fl & 1:
+                pa += 8 * b0
+                ga += b0
+            pb = 0
+            gb = 0
+            if sb >= 0:
+                pb = VA[sb]
+                gb = GO[sb]
+                if not fl & 2:
+                    pb += 8 * b0
+                    gb += b0
+            py = VA[i] + 8 * b0
+            gy = GO[i] + b0
+            if _FAMILY[code & 255] == UNARY:
+                _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            else:
+                _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+
+
 SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
              "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
 
@@ -835,7 +906,9 @@ SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1],
 @njit(cache=True, nogil=True, error_model="numpy")
 def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
-    for i in range(hi - 1, lo - 1, -1):
+    i = hi
+    while i > lo:
+        i -= 1
         nd = need[i]
         if nd == 0:
             continue
@@ -999,6 +1072,12 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
                     G[sb] += g * (_pick_fmax(-b, -a))
             continue
         n = S[k, 0]
+        if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
+            s = _reverse_run_start(R, S, need, lo, i, n)
+            if s < i:
+                _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n)
+                i = s
+                continue
         iat = S[k, 1]
         fat = S[k, 2]
         fam = _FAMILY[op]
