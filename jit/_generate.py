@@ -84,6 +84,39 @@ if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) wi
 
     def _ld_word(addr):
         return ctypes.c_int64.from_address(int(addr)).value
+
+
+@intrinsic
+def _st(typingctx, addr, i, v):
+    """Store v as element i of the float64 buffer at address addr."""
+    sig = types.void(types.int64, types.int64, types.float64)
+
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[0], ir.DoubleType().as_pointer())
+        builder.store(args[2], builder.gep(ptr, [args[1]]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _addr(typingctx, arr):
+    """The data address of a float64 array, as an int64 (the caller keeps the array alive)."""
+    sig = types.int64(arr)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, ir.IntType(64))
+
+    return sig, codegen
+
+
+if config.DISABLE_JIT:
+    def _st(addr, i, v):
+        ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
+
+    def _addr(arr):
+        return arr.ctypes.data
 '''
 
 ENTRY_POINTS = '''
@@ -540,9 +573,31 @@ def _family_kernels():
             else:
                 case = CUSTOM[p.name].strip("\n").splitlines()
             body += ["    " + ln if ln else "" for ln in case]
+        body = ["pG = _addr(G)"] + [_raw_adjoints(ln) for ln in body]
         kernels.append(f'@njit(error_model="numpy")\ndef {name}({KERNEL_ARGS}):\n'
                        f'    """Reverse of one {fam} row."""\n' + _indent(body, 4))
     return "\n\n\n".join(kernels), _indent(calls, 8)
+
+
+_INDEX = r"((?:[^\[\]]|\[[^\[\]]*\])+)"  # an index, which may itself index once: IA[...]
+_G_ITEM = re.compile(r"\bG\[" + _INDEX + r"\]")
+_G_ACCUMULATE = re.compile(r"^(\s*)G\[" + _INDEX + r"\] \+= (.+)$")
+_LOAD = r"_ld(pG, \1)"
+
+
+def _raw_adjoints(line):
+    """``G[i] += v`` becomes ``_st(pG, i, _ld(pG, i) + (v))`` and a read ``G[i]`` becomes
+    ``_ld(pG, i)``: the same arithmetic by raw address. Indexing with a signed integer makes
+    Numba wrap negative indices element by element, which keeps LLVM from vectorising the
+    loop: a 250,000-element multiply adjoint took 305 us indexed and 86 us by address."""
+    m = _G_ACCUMULATE.match(line)
+    if m:
+        indent, i, v = m.groups()
+        line = f"{indent}_st(pG, {i}, _ld(pG, {i}) + ({_G_ITEM.sub(_LOAD, v)}))"
+    line = _G_ITEM.sub(_LOAD, line)
+    if re.search(r"\bG\[", line):
+        raise ValueError(f"cannot rewrite the adjoint access in {line.strip()!r}")
+    return line
 
 
 def prelude(header) -> str:

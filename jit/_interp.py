@@ -52,6 +52,39 @@ if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) wi
         return ctypes.c_int64.from_address(int(addr)).value
 
 
+@intrinsic
+def _st(typingctx, addr, i, v):
+    """Store v as element i of the float64 buffer at address addr."""
+    sig = types.void(types.int64, types.int64, types.float64)
+
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[0], ir.DoubleType().as_pointer())
+        builder.store(args[2], builder.gep(ptr, [args[1]]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _addr(typingctx, arr):
+    """The data address of a float64 array, as an int64 (the caller keeps the array alive)."""
+    sig = types.int64(arr)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, ir.IntType(64))
+
+    return sig, codegen
+
+
+if config.DISABLE_JIT:
+    def _st(addr, i, v):
+        ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
+
+    def _addr(arr):
+        return arr.ctypes.data
+
+
 @njit(error_model="numpy")
 def _sign(x):
     if x > 0.0:
@@ -233,114 +266,116 @@ def need_pass(R, src, root, live, need):
 @njit(error_model="numpy")
 def _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one unary row."""
+    pG = _addr(G)
     op = code & 255
     if op == 3:  # neg
         for j in range(n):
-            G[ga + j] += G[gy + j] * (-1.0)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (-1.0)))
     elif op == 4:  # abs
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (_sign(x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_sign(x))))
     elif op == 5:  # exp
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (y)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (y)))
     elif op == 6:  # expm1
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (y + 1.0)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (y + 1.0)))
     elif op == 7:  # exp2
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (y * LN2)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (y * LN2)))
     elif op == 8:  # log
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / x)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / x)))
     elif op == 9:  # log1p
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / (1.0 + x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / (1.0 + x))))
     elif op == 10:  # log2
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / (x * LN2))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / (x * LN2))))
     elif op == 11:  # log10
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / (x * LN10))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / (x * LN10))))
     elif op == 12:  # sqrt
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (0.5 / y)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (0.5 / y)))
     elif op == 13:  # cbrt
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (1.0 / (3.0 * y * y))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / (3.0 * y * y))))
     elif op == 14:  # square
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (2.0 * x)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (2.0 * x)))
     elif op == 15:  # reciprocal
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (-(y * y))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (-(y * y))))
     elif op == 16:  # sin
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (cos(x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (cos(x))))
     elif op == 17:  # cos
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (-sin(x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (-sin(x))))
     elif op == 18:  # tan
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (1.0 + y * y)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 + y * y)))
     elif op == 19:  # arcsin
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / sqrt(1.0 - x * x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / sqrt(1.0 - x * x))))
     elif op == 20:  # arccos
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (-1.0 / sqrt(1.0 - x * x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (-1.0 / sqrt(1.0 - x * x))))
     elif op == 21:  # arctan
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / (1.0 + x * x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / (1.0 + x * x))))
     elif op == 22:  # sinh
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (cosh(x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (cosh(x))))
     elif op == 23:  # cosh
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (sinh(x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (sinh(x))))
     elif op == 24:  # tanh
         for j in range(n):
             y = _ld(py, j)
-            G[ga + j] += G[gy + j] * (1.0 - y * y)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 - y * y)))
     elif op == 25:  # arcsinh
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / sqrt(x * x + 1.0))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / sqrt(x * x + 1.0))))
     elif op == 26:  # arccosh
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / sqrt(x * x - 1.0))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / sqrt(x * x - 1.0))))
     elif op == 27:  # arctanh
         for j in range(n):
             x = _ld(pa, j)
-            G[ga + j] += G[gy + j] * (1.0 / (1.0 - x * x))
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / (1.0 - x * x))))
     elif op == 28:  # copy
         for j in range(n):
-            G[ga + j] += G[gy + j] * (1.0)
+            _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
 
 
 @njit(error_model="numpy")
 def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one binary row."""
+    pG = _addr(G)
     op = code & 255
     fl = code >> 8
     sta = 0 if fl & 1 else 1
@@ -351,300 +386,301 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
-                    G[ga + j] += G[gy + j] * (1.0)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
-                    G[ga + ja] += G[gy + j] * (1.0)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
-                    G[gb + j] += G[gy + j] * (1.0)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (1.0)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
-                    G[gb + jb] += G[gy + j] * (1.0)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (1.0)))
     elif op == 30:  # subtract
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
-                    G[ga + j] += G[gy + j] * (1.0)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
-                    G[ga + ja] += G[gy + j] * (1.0)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
-                    G[gb + j] += G[gy + j] * (-1.0)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-1.0)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
-                    G[gb + jb] += G[gy + j] * (-1.0)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-1.0)))
     elif op == 31:  # multiply
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (b)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (b)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b)))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
-                    G[gb + j] += G[gy + j] * (a)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
-                    G[gb + jb] += G[gy + j] * (a)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (a)))
     elif op == 32:  # divide
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (1.0 / b)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (1.0 / b)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0 / b)))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     y = _ld(py, j)
-                    G[gb + j] += G[gy + j] * (-y / b)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-y / b)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     y = _ld(py, j)
-                    G[gb + jb] += G[gy + j] * (-y / b)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-y / b)))
     elif op == 33:  # power
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (_pow_da(a, b))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (_pow_da(a, b))
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pow_da(a, b))))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     y = _ld(py, j)
-                    G[gb + j] += G[gy + j] * (_pow_db(a, y))
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     y = _ld(py, j)
-                    G[gb + jb] += G[gy + j] * (_pow_db(a, y))
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pow_db(a, y))))
     elif op == 34:  # arctan2
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (b / (a * a + b * b))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b / (a * a + b * b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (b / (a * a + b * b))
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b / (a * a + b * b))))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
-                    G[gb + j] += G[gy + j] * (-a / (a * a + b * b))
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-a / (a * a + b * b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
-                    G[gb + jb] += G[gy + j] * (-a / (a * a + b * b))
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-a / (a * a + b * b))))
     elif op == 35:  # hypot
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     y = _ld(py, j)
-                    G[ga + j] += G[gy + j] * (a / y)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (a / y)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     y = _ld(py, j)
-                    G[ga + ja] += G[gy + j] * (a / y)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (a / y)))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     y = _ld(py, j)
-                    G[gb + j] += G[gy + j] * (b / y)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (b / y)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     y = _ld(py, j)
-                    G[gb + jb] += G[gy + j] * (b / y)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (b / y)))
     elif op == 36:  # logaddexp
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     y = _ld(py, j)
-                    G[ga + j] += G[gy + j] * (exp(a - y))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (exp(a - y))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     y = _ld(py, j)
-                    G[ga + ja] += G[gy + j] * (exp(a - y))
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (exp(a - y))))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     y = _ld(py, j)
-                    G[gb + j] += G[gy + j] * (exp(b - y))
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (exp(b - y))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     y = _ld(py, j)
-                    G[gb + jb] += G[gy + j] * (exp(b - y))
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (exp(b - y))))
     elif op == 37:  # maximum
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (_pick_max(a, b))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (_pick_max(a, b))
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(a, b))))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
-                    G[gb + j] += G[gy + j] * (_pick_max(b, a))
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
-                    G[gb + jb] += G[gy + j] * (_pick_max(b, a))
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(b, a))))
     elif op == 38:  # minimum
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (_pick_max(-a, -b))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (_pick_max(-a, -b))
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
-                    G[gb + j] += G[gy + j] * (_pick_max(-b, -a))
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
-                    G[gb + jb] += G[gy + j] * (_pick_max(-b, -a))
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
     elif op == 39:  # fmax
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (_pick_fmax(a, b))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (_pick_fmax(a, b))
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
-                    G[gb + j] += G[gy + j] * (_pick_fmax(b, a))
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
-                    G[gb + jb] += G[gy + j] * (_pick_fmax(b, a))
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
     elif op == 40:  # fmin
         if nd & 1:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
-                    G[ga + j] += G[gy + j] * (_pick_fmax(-a, -b))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
-                    G[ga + ja] += G[gy + j] * (_pick_fmax(-a, -b))
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
         if nd & 2:
             if fl == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
-                    G[gb + j] += G[gy + j] * (_pick_fmax(-b, -a))
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
-                    G[gb + jb] += G[gy + j] * (_pick_fmax(-b, -a))
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
 
 
 @njit(error_model="numpy")
 def _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one select row."""
+    pG = _addr(G)
     op = code & 255
     fl = code >> 8
     sta = 0 if fl & 1 else 1
@@ -657,17 +693,18 @@ def _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             for j in range(n):
                 if IA[mk + j]:
                     ja = IA[ma + j] if ma >= 0 else j * sta
-                    G[ga + ja] += G[gy + j]
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j)))
         if nd & 2:
             for j in range(n):
                 if not IA[mk + j]:
                     jb = IA[mb + j] if mb >= 0 else j * stb
-                    G[gb + jb] += G[gy + j]
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j)))
 
 
 @njit(error_model="numpy")
 def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one reduce row."""
+    pG = _addr(G)
     op = code & 255
     if op == 42:  # sum
         P = IA[iat]
@@ -677,14 +714,14 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             for r in range(Rr):
                 base = (p * Rr + r) * Q
                 for q in range(Q):
-                    G[ga + base + q] += G[gy + p * Q + q]
+                    _st(pG, ga + base + q, _ld(pG, ga + base + q) + (_ld(pG, gy + p * Q + q)))
     elif op == 43:  # prod
         P = IA[iat]
         Rr = IA[iat + 1]
         Q = IA[iat + 2]
         for p in range(P):
             for q in range(Q):
-                g = G[gy + p * Q + q]
+                g = _ld(pG, gy + p * Q + q)
                 zeros = 0
                 zpos = -1
                 rest = 1.0  # product of the nonzero factors
@@ -698,9 +735,9 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 if zeros == 0:
                     for r in range(Rr):
                         off = (p * Rr + r) * Q + q
-                        G[ga + off] += g * (rest / _ld(pa, off))
+                        _st(pG, ga + off, _ld(pG, ga + off) + (g * (rest / _ld(pa, off))))
                 elif zeros == 1:
-                    G[ga + (p * Rr + zpos) * Q + q] += g * rest
+                    _st(pG, ga + (p * Rr + zpos) * Q + q, _ld(pG, ga + (p * Rr + zpos) * Q + q) + (g * rest))
     elif op == 44:  # amax
         P = IA[iat]
         Rr = IA[iat + 1]
@@ -713,11 +750,11 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     x = _ld(pa, (p * Rr + r) * Q + q)
                     if x == y or (x != x and y != y):
                         ties += 1
-                share = G[gy + p * Q + q] / ties
+                share = _ld(pG, gy + p * Q + q) / ties
                 for r in range(Rr):
                     x = _ld(pa, (p * Rr + r) * Q + q)
                     if x == y or (x != x and y != y):
-                        G[ga + (p * Rr + r) * Q + q] += share
+                        _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (share))
     elif op == 45:  # amin
         P = IA[iat]
         Rr = IA[iat + 1]
@@ -730,16 +767,17 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     x = _ld(pa, (p * Rr + r) * Q + q)
                     if x == y or (x != x and y != y):
                         ties += 1
-                share = G[gy + p * Q + q] / ties
+                share = _ld(pG, gy + p * Q + q) / ties
                 for r in range(Rr):
                     x = _ld(pa, (p * Rr + r) * Q + q)
                     if x == y or (x != x and y != y):
-                        G[ga + (p * Rr + r) * Q + q] += share
+                        _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (share))
 
 
 @njit(error_model="numpy")
 def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one scan row."""
+    pG = _addr(G)
     op = code & 255
     if op == 46:  # cumsum
         P = IA[iat]
@@ -750,8 +788,8 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 acc = 0.0
                 for r in range(Rr - 1, -1, -1):
                     off = (p * Rr + r) * Q + q
-                    acc += G[gy + off]
-                    G[ga + off] += acc
+                    acc += _ld(pG, gy + off)
+                    _st(pG, ga + off, _ld(pG, ga + off) + (acc))
     elif op == 47:  # cumprod
         P = IA[iat]
         Rr = IA[iat + 1]
@@ -766,8 +804,8 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     acc = 0.0
                     for r in range(Rr - 1, -1, -1):
                         off = (p * Rr + r) * Q + q
-                        acc += G[gy + off] * _ld(py, off)
-                        G[ga + off] += acc / _ld(pa, off)
+                        acc += _ld(pG, gy + off) * _ld(py, off)
+                        _st(pG, ga + off, _ld(pG, ga + off) + (acc / _ld(pa, off)))
                 else:
                     # exact O(R^2) form when a factor is zero: sum_k>=r g_k prod_{i<=k, i!=r} x_i
                     for r in range(Rr):
@@ -779,22 +817,24 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                         for kk in range(r, Rr):
                             if kk > r:
                                 run *= _ld(pa, (p * Rr + kk) * Q + q)
-                            acc += G[gy + (p * Rr + kk) * Q + q] * run
-                        G[ga + (p * Rr + r) * Q + q] += acc
+                            acc += _ld(pG, gy + (p * Rr + kk) * Q + q) * run
+                        _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (acc))
 
 
 @njit(error_model="numpy")
 def _reverse_gather(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one gather row."""
+    pG = _addr(G)
     op = code & 255
     if op == 48:  # gather
         for j in range(n):
-            G[ga + IA[iat + j]] += G[gy + j]
+            _st(pG, ga + IA[iat + j], _ld(pG, ga + IA[iat + j]) + (_ld(pG, gy + j)))
 
 
 @njit(error_model="numpy")
 def _reverse_scatter(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one scatter row."""
+    pG = _addr(G)
     op = code & 255
     if op == 49:  # scatter
         m = IA[iat]
@@ -804,16 +844,17 @@ def _reverse_scatter(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 written[IA[iat + 1 + j]] = 1
             for j in range(n):
                 if written[j] == 0:
-                    G[ga + j] += G[gy + j]
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j)))
         if nd & 2:
             for j in range(m):
                 if IA[iat + 1 + m + j]:
-                    G[gb + j] += G[gy + IA[iat + 1 + j]]
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + IA[iat + 1 + j])))
 
 
 @njit(error_model="numpy")
 def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """Reverse of one matmul row."""
+    pG = _addr(G)
     op = code & 255
     if op == 50:  # matmul
         B = IA[iat]
@@ -831,15 +872,15 @@ def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     for kk in range(K):
                         acc = 0.0
                         for c in range(N):
-                            acc += G[gy + oy + m * N + c] * _ld(pb, ob + kk * N + c)
-                        G[ga + oa + m * K + kk] += acc
+                            acc += _ld(pG, gy + oy + m * N + c) * _ld(pb, ob + kk * N + c)
+                        _st(pG, ga + oa + m * K + kk, _ld(pG, ga + oa + m * K + kk) + (acc))
             if nd & 2:
                 for kk in range(K):
                     for c in range(N):
                         acc = 0.0
                         for m in range(M):
-                            acc += _ld(pa, oa + m * K + kk) * G[gy + oy + m * N + c]
-                        G[gb + ob + kk * N + c] += acc
+                            acc += _ld(pa, oa + m * K + kk) * _ld(pG, gy + oy + m * N + c)
+                        _st(pG, gb + ob + kk * N + c, _ld(pG, gb + ob + kk * N + c) + (acc))
 
 
 @njit(error_model="numpy")

@@ -52,6 +52,39 @@ if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) wi
         return ctypes.c_int64.from_address(int(addr)).value
 
 
+@intrinsic
+def _st(typingctx, addr, i, v):
+    """Store v as element i of the float64 buffer at address addr."""
+    sig = types.void(types.int64, types.int64, types.float64)
+
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[0], ir.DoubleType().as_pointer())
+        builder.store(args[2], builder.gep(ptr, [args[1]]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _addr(typingctx, arr):
+    """The data address of a float64 array, as an int64 (the caller keeps the array alive)."""
+    sig = types.int64(arr)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, ir.IntType(64))
+
+    return sig, codegen
+
+
+if config.DISABLE_JIT:
+    def _st(addr, i, v):
+        ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
+
+    def _addr(arr):
+        return arr.ctypes.data
+
+
 @njit(error_model="numpy")
 def _sign(x):
     if x > 0.0:
