@@ -938,6 +938,21 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
                 _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             else:
                 _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            if nd & CLEAR:  # while the block is in cache
+                _clear(G, gy, m)
+
+
+# need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
+# arena again and again; clearing what it has just read, while it is in cache, spares a pass
+# over the whole arena per call (W3: a 72 MB fill, 4.8 ms).
+CLEAR = 4
+
+
+@njit(error_model="numpy")
+def _clear(G, g0, n):
+    pG = _addr(G)
+    for j in range(n):
+        _st(pG, g0 + j, 0.0)
 
 
 SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -960,6 +975,8 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         k = R[i, 3]
         if k < 0:
             g = G[i]
+            if nd & CLEAR:
+                G[i] = 0.0
             if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
                 a = sv[sa]
                 b = sv[sb]
@@ -1147,3 +1164,5 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
             _reverse_scatter(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 8:  # matmul
             _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+        if nd & CLEAR:
+            _clear(G, gy, n)

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 import jit
-from jit.table import OPCODE, TABLE
+from jit.table import FAMILIES, OPCODE, TABLE
 
 from . import _guards, _persist
 from ._backward import adjoint, arena, sweep_segments
@@ -32,6 +32,9 @@ from ._tensor import Tensor
 from .functional import _FreshTape
 
 LEAF = OPCODE["leaf"]
+CLEAR = 4  # need bit: the reverse kernel zeroes the row's adjoint after sweeping it
+_FAMILY_OF = np.array([FAMILIES.index(p.family) for p in TABLE], dtype=np.int64)
+_INPUT, _ESCAPE = FAMILIES.index("input"), FAMILIES.index("escape")
 _ESCAPE_VALUE = {"matmul_blas": np.matmul, "inv": np.linalg.inv, "det": np.linalg.det,
                  "logabsdet": lambda a: np.linalg.slogdet(a)[1], "solve": np.linalg.solve}
 
@@ -479,7 +482,14 @@ class _Variant:
             need = np.zeros(n, np.uint8)
             jit.need_pass(A.R, src, root, live, need)
             GO, G = arena(A, live)
-            p = self._plans[nums] = (live, need, GO, G)
+            # the kernels zero the adjoint of every row they sweep (need bit 4), so the arena
+            # is clean for the next call; what they do not sweep is zeroed here after reading
+            family = _FAMILY_OF[A.code]
+            swept = (need != 0) & (family != _INPUT) & (family != _ESCAPE)
+            need[swept] |= CLEAR
+            rest = [(int(GO[s]), int(GO[s]) + int(A.size[s]))
+                    for s in np.flatnonzero(live.astype(bool) & ~swept)]
+            p = self._plans[nums] = (live, need, GO, G, rest, [True])
         return p
 
     def gradient(self, nums, seed=None):
@@ -496,8 +506,10 @@ class _Variant:
                              f"{o.shape}")
         else:
             seed = np.reshape(seed, -1)
-        live, need, GO, G = self._plan(nums)
-        G.fill(0.0)
+        live, need, GO, G, rest, dirty = self._plan(nums)
+        if dirty[0]:  # first call, or an earlier one stopped half way
+            G.fill(0.0)
+        dirty[0] = True
         A = self.A
         s = o._slot
         if live[s]:
@@ -514,6 +526,9 @@ class _Variant:
             else:
                 g = adjoint(A, G, GO, slot, shape)
                 out.append(np.array(g, copy=True) if shape else np.float64(g))
+        for lo, hi in rest:
+            G[lo:hi] = 0.0
+        dirty[0] = False
         return out
 
     def tangent(self, nums, tangents):
