@@ -95,7 +95,6 @@ warmup: $(VENV)/.installed-test
 generate:
 	$(PY) -m jit._generate
 	$(PY) -m jit._generate_tangent
-	$(PY) -m jit._generate_forward
 
 clean:
 	rm -rf .numba_cache .pytest_cache .hypothesis

@@ -6,14 +6,16 @@ entry points live in the generated module ``jit._interp`` and are imported on fi
 """
 from .table import FAMILIES, OPCODE, TABLE, table_hash
 
-ENTRY_POINTS = ("data_pointers", "need_pass", "reverse_sweep")
+ENTRY_POINTS = ("data_pointers", "need_pass", "sweep")
+# Python wrappers of ``sweep`` with one of its two ranges empty
+SWEEPS = ("reverse_sweep", "forward_sweep")
 
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep",
-           "forward_sweep", *ENTRY_POINTS]
+           *SWEEPS, *ENTRY_POINTS]
 
 
 def __getattr__(name):
-    if name in ENTRY_POINTS:
+    if name in ENTRY_POINTS or name in SWEEPS:
         from . import _interp
 
         return getattr(_interp, name)
@@ -21,10 +23,6 @@ def __getattr__(name):
         from ._tangent import tangent_sweep
 
         return tangent_sweep
-    if name == "forward_sweep":  # forward values (compiled replay), rendered into its own module
-        from ._forward import forward_sweep
-
-        return forward_sweep
     raise AttributeError(f"module 'jit' has no attribute {name!r}")
 
 
@@ -37,11 +35,10 @@ def warmup(verbose: bool = False) -> float:
 
     from numba.core.sigutils import normalize_signature
 
-    from . import _forward, _interp, _tangent
+    from . import _interp, _tangent
 
     t0 = time.perf_counter()
-    for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
-                         + [(_forward, "forward_sweep")]):
+    for module, name in [(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]:
         fn = getattr(module, name)
         args, _ = normalize_signature(getattr(module, "SIG_" + name.upper()))
         t = time.perf_counter()

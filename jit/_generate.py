@@ -1,7 +1,11 @@
 """Render ``jit/_interp.py`` (the jitted interpreters) from the primitive table.
 
 Run ``python -m jit._generate`` after changing ``jit/table.py``; ``tests/test_generated.py`` fails
-while the committed file is stale. The output is plain, readable Numba code: ``reverse_sweep`` is
+while the committed file is stale. It holds both sweeps (the forward value sweep's part is
+rendered by ``_generate_forward.py``) behind one jitted entry point, ``sweep(..., flo, fhi, rlo,
+rhi)``: the values of rows flo..fhi-1, then the adjoints through rows rhi-1..rlo, so a compiled
+tape's value and gradient are one call. ``reverse_sweep`` and ``forward_sweep`` are Python
+wrappers that leave one range empty. The output is plain, readable Numba code: the reverse rows are
 one dispatch loop with the 0-d (scalar) op bodies inline in an if/elif chain (LLVM turns it into a
 jump table), and one call per array row into a family kernel (``_reverse_unary``,
 ``_reverse_binary``, ...), itself an if/elif chain over its ops with the loops inline. There are no
@@ -19,7 +23,15 @@ Arrays the reverse sweep sees (all built by ``tape/_backward.py``):
 - ``VA`` per-slot value address; ``GO`` per-slot offset into the adjoint arena ``G``.
 - ``sv`` per-slot 0-d values (0.0 for array slots); a 0-d slot's adjoint is ``G[slot]``.
 - ``IA`` / ``FA`` int64 / float64 attribute arenas (shapes, index maps, masks).
-- ``need`` per-row operand bits (1: operand a needs its adjoint, 2: operand b).
+- ``need`` per-row operand bits (1: operand a needs its adjoint, 2: operand b; 4: zero the row's
+  adjoint once swept, set by compiled tapes, which reuse their arena).
+
+Two things keep the loops fast. The 0-d add, subtract and multiply rows share one branchless body
+(``arithmetic_codes``): the jump to a row's body was mispredicted on scalar loops. Runs of
+same-size elementwise rows over at least ``MIN_RUN_SIZE`` elements are swept ``BLOCK`` elements at
+a time, all rows of the run per block (``_forward_run`` / ``_reverse_run``), so an intermediate is
+still in cache when the next row reads it; each element gets the same arithmetic in the same
+order, so results are those of the row-by-row sweep, bit for bit (tests/test_blocked.py).
 """
 from __future__ import annotations
 
@@ -246,12 +258,8 @@ def _clear(G, g0, n):
         _st(pG, g0 + j, 0.0)
 
 
-SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
-             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+@njit(error_model="numpy")
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
     i = hi
     while i > lo:
@@ -670,12 +678,50 @@ def write_or_check(path, text, argv, command):
     return 0
 
 
+SWEEP = '''
+
+SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
+             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64, int64)")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi):
+    """The one jitted entry point of both sweeps: recompute the values of rows flo..fhi-1, then
+    accumulate adjoints through rows rhi-1 down to rlo. A compiled tape's value and gradient are
+    one call; the eager backward passes an empty forward range, a value-only replay an empty
+    reverse range. One entry point also compiles each sweep once (a jitted caller of another
+    cached entry point would compile it again)."""
+    if fhi > flo:
+        _forward_rows(R, S, VA, sv, IA, FA, flo, fhi)
+    if rhi > rlo:
+        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi)
+
+
+# placeholders for the range a call leaves empty
+_NO_INT = np.zeros(1, np.int64)
+_NO_FLOAT = np.zeros(1)
+_NO_NEED = np.zeros(1, np.uint8)
+
+
+def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """``sweep`` with an empty forward range: adjoints through rows hi-1 down to lo."""
+    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi)
+
+
+def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
+    """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place."""
+    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0)
+'''
+
+
 def render() -> str:
+    from ._generate_forward import render_forward  # it imports helpers from here
+
     text = prelude(HEADER)
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
     body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
-    return text + body
+    return text + body + "\n" + render_forward() + SWEEP
 
 
 def main(argv=None):

@@ -955,12 +955,8 @@ def _clear(G, g0, n):
         _st(pG, g0 + j, 0.0)
 
 
-SIG_REVERSE_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
-             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+@njit(error_model="numpy")
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
     i = hi
     while i > lo:
@@ -1166,3 +1162,621 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
             _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         if nd & CLEAR:
             _clear(G, gy, n)
+
+
+@njit(error_model="numpy")
+def _pairwise(p, off, n):
+    """NumPy's pairwise sum of the n contiguous values at element off of buffer p."""
+    if n < 8:
+        res = 0.0
+        for j in range(n):
+            res += _ld(p, off + j)
+        return res
+    if n <= 128:
+        r0 = _ld(p, off)
+        r1 = _ld(p, off + 1)
+        r2 = _ld(p, off + 2)
+        r3 = _ld(p, off + 3)
+        r4 = _ld(p, off + 4)
+        r5 = _ld(p, off + 5)
+        r6 = _ld(p, off + 6)
+        r7 = _ld(p, off + 7)
+        j = 8
+        while j < n - n % 8:
+            r0 += _ld(p, off + j)
+            r1 += _ld(p, off + j + 1)
+            r2 += _ld(p, off + j + 2)
+            r3 += _ld(p, off + j + 3)
+            r4 += _ld(p, off + j + 4)
+            r5 += _ld(p, off + j + 5)
+            r6 += _ld(p, off + j + 6)
+            r7 += _ld(p, off + j + 7)
+            j += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while j < n:
+            res += _ld(p, off + j)
+            j += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise(p, off, n2) + _pairwise(p, off + n2, n - n2)
+
+
+@njit(error_model="numpy")
+def _forward_unary(code, n, iat, pa, pb, py, IA, W):
+    """Value of one unary row, written in place."""
+    op = code & 255
+    if op == 3:  # neg
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, -x)
+    elif op == 4:  # abs
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, abs(x))
+    elif op == 5:  # exp
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, exp(x))
+    elif op == 6:  # expm1
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, expm1(x))
+    elif op == 7:  # exp2
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, 2.0 ** x)
+    elif op == 8:  # log
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, log(x))
+    elif op == 9:  # log1p
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, log1p(x))
+    elif op == 10:  # log2
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, log2(x))
+    elif op == 11:  # log10
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, log10(x))
+    elif op == 12:  # sqrt
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, sqrt(x))
+    elif op == 13:  # cbrt
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, _cbrt(x))
+    elif op == 14:  # square
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, x * x)
+    elif op == 15:  # reciprocal
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, 1.0 / x)
+    elif op == 16:  # sin
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, sin(x))
+    elif op == 17:  # cos
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, cos(x))
+    elif op == 18:  # tan
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, tan(x))
+    elif op == 19:  # arcsin
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, asin(x))
+    elif op == 20:  # arccos
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, acos(x))
+    elif op == 21:  # arctan
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, atan(x))
+    elif op == 22:  # sinh
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, sinh(x))
+    elif op == 23:  # cosh
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, cosh(x))
+    elif op == 24:  # tanh
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, tanh(x))
+    elif op == 25:  # arcsinh
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, asinh(x))
+    elif op == 26:  # arccosh
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, acosh(x))
+    elif op == 27:  # arctanh
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, atanh(x))
+    elif op == 28:  # copy
+        for j in range(n):
+            x = _ld(pa, j)
+            _st(py, j, x)
+
+
+@njit(error_model="numpy")
+def _forward_binary(code, n, iat, pa, pb, py, IA, W):
+    """Value of one binary row, written in place."""
+    op = code & 255
+    fl = code >> 8
+    sta = 0 if fl & 1 else 1  # a one-element operand is read for every element
+    stb = 0 if fl & 2 else 1
+    if fl & 4:
+        ma = IA[iat]
+        for j in range(n):
+            W[j] = _ld(pa, IA[ma + j])
+        pa = _addr(W)
+    if fl & 8:
+        mb = IA[iat + 1]
+        for j in range(n):
+            W[n + j] = _ld(pb, IA[mb + j])
+        pb = _addr(W) + 8 * n
+    if op == 29:  # add
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, a + b)
+    elif op == 30:  # subtract
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, a - b)
+    elif op == 31:  # multiply
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, a * b)
+    elif op == 32:  # divide
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, a / b)
+    elif op == 33:  # power
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, _power(a, b))
+    elif op == 34:  # arctan2
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, atan2(a, b))
+    elif op == 35:  # hypot
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, hypot(a, b))
+    elif op == 36:  # logaddexp
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, _logaddexp(a, b))
+    elif op == 37:  # maximum
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, _maximum(a, b))
+    elif op == 38:  # minimum
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, _minimum(a, b))
+    elif op == 39:  # fmax
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, _fmax(a, b))
+    elif op == 40:  # fmin
+        for j in range(n):
+            a = _ld(pa, j * sta)
+            b = _ld(pb, j * stb)
+            _st(py, j, _fmin(a, b))
+
+
+@njit(error_model="numpy")
+def _forward_select(code, n, iat, pa, pb, py, IA, W):
+    """Value of one select row, written in place."""
+    op = code & 255
+    fl = code >> 8
+    sta = 0 if fl & 1 else 1
+    stb = 0 if fl & 2 else 1
+    ma = IA[iat] if fl & 4 else -1
+    mb = IA[iat + 1] if fl & 8 else -1
+    if op == 41:  # where
+        mk = iat + 2  # the mask follows the two index-map offsets
+        for j in range(n):
+            if IA[mk + j]:
+                v = _ld(pa, IA[ma + j] if ma >= 0 else j * sta)
+            else:
+                v = _ld(pb, IA[mb + j] if mb >= 0 else j * stb)
+            _st(py, j, v)
+
+
+@njit(error_model="numpy")
+def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
+    """Value of one reduce row, written in place."""
+    op = code & 255
+    if op == 42:  # sum
+        P = IA[iat]
+        Rr = IA[iat + 1]
+        Q = IA[iat + 2]
+        if Q == 1:  # the reduced run is contiguous: NumPy sums it pairwise
+            for p in range(P):
+                _st(py, p, 0.0 + _pairwise(pa, p * Rr, Rr))
+        else:  # a strided run: NumPy adds the slices in order
+            for p in range(P):
+                for q in range(Q):
+                    acc = 0.0
+                    for r in range(Rr):
+                        acc += _ld(pa, (p * Rr + r) * Q + q)
+                    _st(py, p * Q + q, acc)
+    elif op == 43:  # prod
+        P = IA[iat]
+        Rr = IA[iat + 1]
+        Q = IA[iat + 2]
+        for p in range(P):
+            for q in range(Q):
+                acc = 1.0
+                for r in range(Rr):
+                    acc *= _ld(pa, (p * Rr + r) * Q + q)
+                _st(py, p * Q + q, acc)
+    elif op == 44:  # amax
+        P = IA[iat]
+        Rr = IA[iat + 1]
+        Q = IA[iat + 2]
+        for p in range(P):
+            for q in range(Q):
+                acc = -inf
+                if Rr > 0:
+                    acc = _ld(pa, p * Rr * Q + q)
+                for r in range(1, Rr):
+                    acc = _maximum(acc, _ld(pa, (p * Rr + r) * Q + q))
+                _st(py, p * Q + q, acc)
+    elif op == 45:  # amin
+        P = IA[iat]
+        Rr = IA[iat + 1]
+        Q = IA[iat + 2]
+        for p in range(P):
+            for q in range(Q):
+                acc = inf
+                if Rr > 0:
+                    acc = _ld(pa, p * Rr * Q + q)
+                for r in range(1, Rr):
+                    acc = _minimum(acc, _ld(pa, (p * Rr + r) * Q + q))
+                _st(py, p * Q + q, acc)
+
+
+@njit(error_model="numpy")
+def _forward_scan(code, n, iat, pa, pb, py, IA, W):
+    """Value of one scan row, written in place."""
+    op = code & 255
+    if op == 46:  # cumsum
+        P = IA[iat]
+        Rr = IA[iat + 1]
+        Q = IA[iat + 2]
+        for p in range(P):
+            for q in range(Q):
+                acc = 0.0
+                for r in range(Rr):
+                    off = (p * Rr + r) * Q + q
+                    x = _ld(pa, off)
+                    acc = x if r == 0 else acc + x
+                    _st(py, off, acc)
+    elif op == 47:  # cumprod
+        P = IA[iat]
+        Rr = IA[iat + 1]
+        Q = IA[iat + 2]
+        for p in range(P):
+            for q in range(Q):
+                acc = 1.0
+                for r in range(Rr):
+                    off = (p * Rr + r) * Q + q
+                    x = _ld(pa, off)
+                    acc = x if r == 0 else acc * x
+                    _st(py, off, acc)
+
+
+@njit(error_model="numpy")
+def _forward_gather(code, n, iat, pa, pb, py, IA, W):
+    """Value of one gather row, written in place."""
+    op = code & 255
+    if op == 48:  # gather
+        for j in range(n):
+            _st(py, j, _ld(pa, IA[iat + j]))
+
+
+@njit(error_model="numpy")
+def _forward_scatter(code, n, iat, pa, pb, py, IA, W):
+    """Value of one scatter row, written in place."""
+    op = code & 255
+    if op == 49:  # scatter
+        m = IA[iat]
+        for j in range(n):
+            _st(py, j, _ld(pa, j))
+        for w in range(m):  # every written position has exactly one winning write (the last)
+            if IA[iat + 1 + m + w]:
+                _st(py, IA[iat + 1 + w], _ld(pb, w))
+
+
+@njit(error_model="numpy")
+def _forward_matmul(code, n, iat, pa, pb, py, IA, W):
+    """Value of one matmul row, written in place."""
+    op = code & 255
+    if op == 50:  # matmul
+        B = IA[iat]
+        M = IA[iat + 1]
+        K = IA[iat + 2]
+        N = IA[iat + 3]
+        batch_a = IA[iat + 4]
+        batch_b = IA[iat + 5]
+        for bi in range(B):
+            oa = bi * M * K * batch_a
+            ob = bi * K * N * batch_b
+            oy = bi * M * N
+            for m in range(M):
+                for c in range(N):
+                    acc = 0.0
+                    for kk in range(K):
+                        acc += _ld(pa, oa + m * K + kk) * _ld(pb, ob + kk * N + c)
+                    _st(py, oy + m * N + c, acc)
+
+
+@njit(error_model="numpy")
+def _forward_run_end(R, S, lo, hi, n):
+    """One past the last row of the run of elementwise rows of n elements from row lo."""
+    e = lo
+    while e < hi and _elementwise(R[e, 0], R[e, 3], S) and S[R[e, 3], 0] == n:
+        e += 1
+    return e
+
+
+@njit(error_model="numpy")
+def _forward_run(R, S, VA, IA, W, r0, r1, n):
+    """Rows r0..r1-1 block by block: each row reads what the rows before it wrote into the
+    block while it is still in cache. Every element gets the same arithmetic as row by row."""
+    for b0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - b0)
+        for i in range(r0, r1):
+            code = R[i, 0]
+            sa = R[i, 1]
+            sb = R[i, 2]
+            fl = code >> 8
+            pa = VA[sa]
+            if not fl & 1:
+                pa += 8 * b0
+            pb = 0
+            if sb >= 0:
+                pb = VA[sb]
+                if not fl & 2:
+                    pb += 8 * b0
+            py = VA[i] + 8 * b0
+            if _FAMILY[code & 255] == UNARY:
+                _forward_unary(code, m, 0, pa, pb, py, IA, W)
+            else:
+                _forward_binary(code, m, 0, pa, pb, py, IA, W)
+
+
+@njit(error_model="numpy")
+def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
+    """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
+    skipped: their values are written by the caller)."""
+    # scratch for operands broadcast through an index map (2 per element), allocated once:
+    # growing it inside the loop would make Numba refcount it on every row
+    m = 1
+    if S.shape[0] > 0:
+        m = max(m, S[:, 0].max())
+    W = np.empty(2 * m)
+    i = lo - 1
+    while i < hi - 1:
+        i += 1
+        code = R[i, 0]
+        op = code & 255
+        sa = R[i, 1]
+        sb = R[i, 2]
+        k = R[i, 3]
+        if k < 0:
+            # 0-d row of 0-d operands (values in sv), or a 0-d constant / Function hub (no match)
+            if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
+                a = sv[sa]
+                b = sv[sb]
+                s = a + (1.0 if op == 29 else -1.0) * b  # a - b is a + (-b), exactly
+                sv[i] = a * b if op == 31 else s
+            elif op == 3:  # neg
+                x = sv[sa]
+                sv[i] = -x
+            elif op == 4:  # abs
+                x = sv[sa]
+                sv[i] = abs(x)
+            elif op == 5:  # exp
+                x = sv[sa]
+                sv[i] = exp(x)
+            elif op == 6:  # expm1
+                x = sv[sa]
+                sv[i] = expm1(x)
+            elif op == 7:  # exp2
+                x = sv[sa]
+                sv[i] = 2.0 ** x
+            elif op == 8:  # log
+                x = sv[sa]
+                sv[i] = log(x)
+            elif op == 9:  # log1p
+                x = sv[sa]
+                sv[i] = log1p(x)
+            elif op == 10:  # log2
+                x = sv[sa]
+                sv[i] = log2(x)
+            elif op == 11:  # log10
+                x = sv[sa]
+                sv[i] = log10(x)
+            elif op == 12:  # sqrt
+                x = sv[sa]
+                sv[i] = sqrt(x)
+            elif op == 13:  # cbrt
+                x = sv[sa]
+                sv[i] = _cbrt(x)
+            elif op == 14:  # square
+                x = sv[sa]
+                sv[i] = x * x
+            elif op == 15:  # reciprocal
+                x = sv[sa]
+                sv[i] = 1.0 / x
+            elif op == 16:  # sin
+                x = sv[sa]
+                sv[i] = sin(x)
+            elif op == 17:  # cos
+                x = sv[sa]
+                sv[i] = cos(x)
+            elif op == 18:  # tan
+                x = sv[sa]
+                sv[i] = tan(x)
+            elif op == 19:  # arcsin
+                x = sv[sa]
+                sv[i] = asin(x)
+            elif op == 20:  # arccos
+                x = sv[sa]
+                sv[i] = acos(x)
+            elif op == 21:  # arctan
+                x = sv[sa]
+                sv[i] = atan(x)
+            elif op == 22:  # sinh
+                x = sv[sa]
+                sv[i] = sinh(x)
+            elif op == 23:  # cosh
+                x = sv[sa]
+                sv[i] = cosh(x)
+            elif op == 24:  # tanh
+                x = sv[sa]
+                sv[i] = tanh(x)
+            elif op == 25:  # arcsinh
+                x = sv[sa]
+                sv[i] = asinh(x)
+            elif op == 26:  # arccosh
+                x = sv[sa]
+                sv[i] = acosh(x)
+            elif op == 27:  # arctanh
+                x = sv[sa]
+                sv[i] = atanh(x)
+            elif op == 28:  # copy
+                x = sv[sa]
+                sv[i] = x
+            elif op == 32:  # divide
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = a / b
+            elif op == 33:  # power
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = _power(a, b)
+            elif op == 34:  # arctan2
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = atan2(a, b)
+            elif op == 35:  # hypot
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = hypot(a, b)
+            elif op == 36:  # logaddexp
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = _logaddexp(a, b)
+            elif op == 37:  # maximum
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = _maximum(a, b)
+            elif op == 38:  # minimum
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = _minimum(a, b)
+            elif op == 39:  # fmax
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = _fmax(a, b)
+            elif op == 40:  # fmin
+                a = sv[sa]
+                b = sv[sb]
+                sv[i] = _fmin(a, b)
+            continue
+        fam = _FAMILY[op]
+        n = S[k, 0]
+        if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
+            e = _forward_run_end(R, S, i, hi, n)
+            if e > i + 1:
+                _forward_run(R, S, VA, IA, W, i, e, n)
+                i = e - 1
+                continue
+        iat = S[k, 1]
+        py = VA[i]
+        pa = 0
+        pb = 0
+        if sa >= 0:
+            pa = VA[sa]
+        if sb >= 0:
+            pb = VA[sb]
+        if fam == 1:  # unary
+            _forward_unary(code, n, iat, pa, pb, py, IA, W)
+        elif fam == 2:  # binary
+            _forward_binary(code, n, iat, pa, pb, py, IA, W)
+        elif fam == 3:  # select
+            _forward_select(code, n, iat, pa, pb, py, IA, W)
+        elif fam == 4:  # reduce
+            _forward_reduce(code, n, iat, pa, pb, py, IA, W)
+        elif fam == 5:  # scan
+            _forward_scan(code, n, iat, pa, pb, py, IA, W)
+        elif fam == 6:  # gather
+            _forward_gather(code, n, iat, pa, pb, py, IA, W)
+        elif fam == 7:  # scatter
+            _forward_scatter(code, n, iat, pa, pb, py, IA, W)
+        elif fam == 8:  # matmul
+            _forward_matmul(code, n, iat, pa, pb, py, IA, W)
+        # input and escape rows are skipped: the caller writes their values
+
+
+SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
+             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64, int64)")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi):
+    """The one jitted entry point of both sweeps: recompute the values of rows flo..fhi-1, then
+    accumulate adjoints through rows rhi-1 down to rlo. A compiled tape's value and gradient are
+    one call; the eager backward passes an empty forward range, a value-only replay an empty
+    reverse range. One entry point also compiles each sweep once (a jitted caller of another
+    cached entry point would compile it again)."""
+    if fhi > flo:
+        _forward_rows(R, S, VA, sv, IA, FA, flo, fhi)
+    if rhi > rlo:
+        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi)
+
+
+# placeholders for the range a call leaves empty
+_NO_INT = np.zeros(1, np.int64)
+_NO_FLOAT = np.zeros(1)
+_NO_NEED = np.zeros(1, np.uint8)
+
+
+def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """``sweep`` with an empty forward range: adjoints through rows hi-1 down to lo."""
+    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi)
+
+
+def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
+    """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place."""
+    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0)

@@ -65,10 +65,11 @@ class CompiledTape:
         return v.output()
 
     def value_and_grad(self, *args):
-        """``(f(*args), gradient)`` for scalar f: forward sweep, reverse sweep."""
-        v = self._variant(args)
+        """``(f(*args), gradient)`` for scalar f: forward sweep, reverse sweep (one jitted call
+        when the recording has no guards and no BLAS or linalg rows)."""
+        v = self._variant(args, defer=True)
+        grads = v.gradient(self.nums, forward=v.deferred)
         value = v.output()
-        grads = v.gradient(self.nums)
         return value, (grads[0] if isinstance(self.argnums, int) else tuple(grads))
 
     def grad(self, *args):
@@ -233,7 +234,10 @@ class CompiledTape:
                 "recent_misses": list(self.misses)[-5:]}
 
     # -- variants ------------------------------------------------------------------------------
-    def _variant(self, args):
+    def _variant(self, args, defer=False):
+        """The variant that takes `args`, loaded and replayed. With `defer`, a variant with
+        nothing to check or run in Python between the sweeps is only loaded (``deferred``):
+        its caller runs the forward sweep in the same jitted call as the reverse one."""
         self.counters["calls"] += 1
         args = tuple(_as_input(a) for a in args)
         missed = None
@@ -242,6 +246,11 @@ class CompiledTape:
             if not v.accepts(args):
                 continue
             v.load(args)
+            v.deferred = defer and v.straight
+            if v.deferred:
+                self.variants.move_to_end(k)
+                self.counters["hits"] += 1
+                return v
             failed = v.replay()
             if failed is None:
                 self.variants.move_to_end(k)
@@ -319,6 +328,15 @@ def _same_static(a, b):
 
 class _Variant:
     """One recording of f: its tape as arrays, input slots, guards, and the reverse plan."""
+
+    deferred = False  # loaded but not replayed yet (see CompiledTape._variant)
+
+    @property
+    def straight(self):
+        """Nothing to check or run in Python between the sweeps (no guards, no escape rows):
+        forward and reverse can be one jitted call."""
+        return self.t is not None and not self.escapes and not self.guards \
+            and self.out._tape is self.t
 
     def __init__(self, f, args, nums):
         self.shapes = [np.shape(_raw(a)) if _is_input(a) else None for a in args]
@@ -433,7 +451,8 @@ class _Variant:
         """Forward sweep with the loaded inputs; returns the first guard that fails, or None."""
         if self.t is None:
             return None
-        forward_sweep = _kernels()[0]
+        from jit import forward_sweep
+
         t, A = self.t, self.A
         lo = 0
         for c in self.escapes:
@@ -492,7 +511,10 @@ class _Variant:
             p = self._plans[nums] = (live, need, GO, G, rest, [True])
         return p
 
-    def gradient(self, nums, seed=None):
+    def gradient(self, nums, seed=None, forward=False):
+        """The gradients of the output (or its vjp with `seed`) with respect to the inputs
+        `nums`. `forward`: the loaded inputs have not been replayed yet; the forward sweep runs
+        first, in the same jitted call (a ``straight`` variant only)."""
         o = self.out
         shapes = [self.shapes[i] for i in nums]
         if self.t is None or o._tape is None:
@@ -517,7 +539,8 @@ class _Variant:
         if self.escapes:
             sweep_segments(self.t, A, G, GO, need, live, (), (), retain_hooked=False)
         else:  # one jitted call: nothing to run in Python between segments
-            _kernels()[1](A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, len(A.sv))
+            n = len(A.sv)
+            _sweep()(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, n if forward else 0, 0, n)
         out = []
         for i, shape in zip(nums, shapes):
             slot = self.slots[i]
@@ -551,17 +574,15 @@ class _Variant:
         return float(g) if g.ndim == 0 else g
 
 
-_KERNELS = []
+_SWEEP = []
 
 
-def _kernels():
-    """(forward_sweep, reverse_sweep), imported on first use (``import tape`` stays free of
-    Numba) and then bound once: a lookup per call costs microseconds on W1's 0.2 ms."""
-    if not _KERNELS:
-        from jit._forward import forward_sweep
-
-        _KERNELS.extend((forward_sweep, jit.reverse_sweep))
-    return _KERNELS
+def _sweep():
+    """``jit.sweep``, imported on first use (``import tape`` stays free of Numba) and then bound
+    once: a module lookup per call costs microseconds on W1's 0.1 ms."""
+    if not _SWEEP:
+        _SWEEP.append(jit.sweep)
+    return _SWEEP[0]
 
 
 def _raw(a):

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import jit
 import tape
 import tape.numpy as tnp
-from jit import _forward, _interp
+from jit import _interp
 
 BLOCK = _interp.BLOCK
 SIZES = st.sampled_from([2 * BLOCK, 2 * BLOCK + 1, 3 * BLOCK - 7, 5 * BLOCK + 3])
@@ -78,10 +78,10 @@ def _sweeps(f, args):
         return [np.array(v.t.value(i), copy=True) for i in range(rows)]
 
     # forward: whole range (runs) against one row at a time (no run can form)
-    _forward.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, 0, rows)
+    _interp.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, 0, rows)
     blocked = values()
     for i in range(rows):
-        _forward.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, i, i + 1)
+        _interp.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, i, i + 1)
     single = values()
     # reverse: the same, from the same seed
     live, need, GO, G = v._plan((0, 1, 2))[:4]
@@ -107,10 +107,10 @@ def _longest_runs(A, need):
     fwd = rev = 1
     for i in range(rows):
         k = A.R[i, 3]
-        if k >= 0 and _forward._elementwise(A.R[i, 0], k, A.S) \
+        if k >= 0 and _interp._elementwise(A.R[i, 0], k, A.S) \
                 and A.S[k, 0] >= _interp.MIN_RUN_SIZE:  # as the sweeps decide
             n = A.S[k, 0]
-            fwd = max(fwd, _forward._forward_run_end(A.R, A.S, i, rows, n) - i)
+            fwd = max(fwd, _interp._forward_run_end(A.R, A.S, i, rows, n) - i)
             if need[i]:
                 rev = max(rev, i + 1 - _interp._reverse_run_start(A.R, A.S, need, 0, i, n))
     return fwd, rev

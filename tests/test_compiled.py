@@ -340,3 +340,39 @@ def test_batch_in_threads_equals_serial():
         assert np.array_equal(v1, v2) and np.array_equal(g1, g2)
         for k in (0, 7, 39):
             _close(cf.value_and_grad(X[k], c), _eager(f, (X[k], c), 0))
+
+
+def test_one_call_value_and_grad_equals_two_sweeps():
+    """A recording with no guards and no BLAS or linalg rows replays value and gradient in one
+    jitted call; the result is that of a forward sweep followed by a reverse sweep, bit for
+    bit, and the value-only, vjp and batch paths around it stay right."""
+    w = WORKLOADS["lorenz"]
+    args = w.inputs()
+    cf = tape.compile(w.loss, *args)
+    v = next(reversed(cf.variants.values()))
+    assert v.straight
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        p = args[0] * (1.0 + 0.01 * rng.normal(size=3))
+        value, g = cf.value_and_grad(p)
+        assert v.deferred  # it took the one-call path
+        assert cf(p) == value  # a forward sweep alone
+        assert np.array_equal(v.gradient(cf.nums)[0], g)  # a reverse sweep alone
+        value2, vjp = cf.vjp(p)
+        assert value2 == value and np.array_equal(vjp(1.0), g)
+    values, grads = cf.value_and_grad_batch(np.stack([args[0], p]))
+    assert values[1] == value and np.array_equal(grads[1], g)
+    # not straight: guards or a BLAS row keep the forward sweep a call of its own
+    cf2 = tape.compile(lambda x: np.sum(x @ np.ones((40, 40))) if x[0] > 0 else -np.sum(x),
+                       np.ones(40))
+    assert not next(reversed(cf2.variants.values())).straight
+    _close(cf2.value_and_grad(np.full(40, 2.0))[1], np.full(40, 40.0))
+    _close(cf2.value_and_grad(np.full(40, -2.0))[1], np.full(40, -1.0))
+
+
+def test_a_failed_one_call_gradient_leaves_no_stale_value():
+    """A non-scalar output fails before the sweep: the next value is still the new one."""
+    cf = tape.compile(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(TypeError, match="scalar output"):
+        cf.value_and_grad(np.full(3, 5.0))
+    assert np.array_equal(cf(np.full(3, 7.0)), np.full(3, 14.0))

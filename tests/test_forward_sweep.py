@@ -1,4 +1,4 @@
-"""The forward value sweep (``jit._forward.forward_sweep``), row by row over the primitive table.
+"""The forward value sweep (``jit.forward_sweep``, part of ``jit._interp``), row by row over the primitive table.
 
 A function is recorded once with leaves; new input values are then written into the leaves'
 buffers and the sweep recomputes every row in place. Each row's value is compared with a fresh
@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tape
-from jit import _generate_forward
-from jit._forward import SIG_FORWARD_SWEEP, TABLE_HASH, forward_sweep
+from jit import _generate, _generate_forward
+from jit._interp import SIG_SWEEP, TABLE_HASH, forward_sweep, sweep
 from jit.table import OPCODE, TABLE, table_hash
 from tape.functional import _FreshTape
 
@@ -227,15 +227,13 @@ def check_rows(rec, new, ulp=None):
 
 
 def test_generated_module_is_fresh():
-    with open(_generate_forward.OUT) as fh:
-        assert fh.read() == _generate_forward.render(), \
-            "jit/_forward.py is stale: python -m jit._generate_forward"
-    assert _generate_forward.main(["--check"]) == 0
+    with open(_generate.OUT) as fh:
+        assert fh.read() == _generate.render(), "jit/_interp.py is stale: python -m jit._generate"
     assert TABLE_HASH == table_hash()
 
 
 def test_every_swept_row_has_a_body():
-    src = _generate_forward.render()
+    src = _generate_forward.render_forward()
     for code, p in enumerate(TABLE):
         if p.family in ("input", "escape"):
             assert f"op == {code}:" not in src, p.name  # never swept
@@ -245,6 +243,8 @@ def test_every_swept_row_has_a_body():
 
 
 def test_entry_point_has_exactly_one_signature():
+    """The forward sweep is ``sweep`` with an empty reverse range: one entry point, one
+    signature, whichever range a call uses."""
     if NOJIT:
         pytest.skip("NUMBA_DISABLE_JIT=1: no signatures")
     from numba.core.sigutils import normalize_signature
@@ -253,11 +253,11 @@ def test_entry_point_has_exactly_one_signature():
 
     rec = Replay(lambda x, s: np.exp(x[1:]) * s + (x @ x) + s * s, [np.arange(3.0), 2.0], (0, 1))
     rec.run([np.ones(3), 3.0])
-    assert jit.forward_sweep is forward_sweep
-    assert len(forward_sweep.signatures) == 1, forward_sweep.signatures
-    args, _ = normalize_signature(SIG_FORWARD_SWEEP)
-    forward_sweep.compile(tuple(args))  # the declared signature is the one already compiled
-    assert len(forward_sweep.signatures) == 1, forward_sweep.signatures
+    assert jit.forward_sweep is forward_sweep and jit.sweep is sweep
+    assert len(sweep.signatures) == 1, sweep.signatures
+    args, _ = normalize_signature(SIG_SWEEP)
+    sweep.compile(tuple(args))  # the declared signature is the one already compiled
+    assert len(sweep.signatures) == 1, sweep.signatures
 
 
 # ---------------------------------------------------------------------------------------------
