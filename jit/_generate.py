@@ -430,11 +430,17 @@ if nd & 2:
 P = IA[iat]
 Rr = IA[iat + 1]
 Q = IA[iat + 2]
-for p in range(P):
-    for r in range(Rr):
-        base = (p * Rr + r) * Q
-        for q in range(Q):
-            G[ga + base + q] += G[gy + p * Q + q]
+if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's (25000, 10) -> 25000
+    for p in range(P):  # row: 347 us with a loop of length 1 per element, 57 us so)
+        g = G[gy + p]
+        for r in range(Rr):
+            G[ga + p * Rr + r] += g
+else:
+    for p in range(P):
+        for r in range(Rr):
+            base = (p * Rr + r) * Q
+            for q in range(Q):
+                G[ga + base + q] += G[gy + p * Q + q]
 """,
     "prod": """
 P = IA[iat]

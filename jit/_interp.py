@@ -710,11 +710,17 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
         P = IA[iat]
         Rr = IA[iat + 1]
         Q = IA[iat + 2]
-        for p in range(P):
-            for r in range(Rr):
-                base = (p * Rr + r) * Q
-                for q in range(Q):
-                    _st(pG, ga + base + q, _ld(pG, ga + base + q) + (_ld(pG, gy + p * Q + q)))
+        if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's (25000, 10) -> 25000
+            for p in range(P):  # row: 347 us with a loop of length 1 per element, 57 us so)
+                g = _ld(pG, gy + p)
+                for r in range(Rr):
+                    _st(pG, ga + p * Rr + r, _ld(pG, ga + p * Rr + r) + (g))
+        else:
+            for p in range(P):
+                for r in range(Rr):
+                    base = (p * Rr + r) * Q
+                    for q in range(Q):
+                        _st(pG, ga + base + q, _ld(pG, ga + base + q) + (_ld(pG, gy + p * Q + q)))
     elif op == 43:  # prod
         P = IA[iat]
         Rr = IA[iat + 1]
