@@ -397,9 +397,11 @@ def _binary_operand(p, which):
     if _uses(d, "y"):
         fast.append("y = _ld(py, j)")
         general.append("y = _ld(py, j)")
+    # the contiguous loop serves whenever the operands it reads are of the result's size
+    mask = ("5" if which == "a" else "10") if not _uses(d, other) else "15"
     return [
         f"if nd & {bit}:",
-        "    if fl == 0:  # operands of the result's size",
+        f"    if (fl & {mask}) == 0:  # operands of the result's size",
         "        for j in range(n):",
         *["            " + ln for ln in fast],
         f"            G[g{which} + j] += G[gy + j] * ({d})",

@@ -384,7 +384,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     mb = IA[iat + 1] if fl & 8 else -1
     if op == 29:  # add
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 5) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
             else:  # a one-element operand, or one broadcast through an index map
@@ -392,7 +392,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 10) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (1.0)))
             else:  # a one-element operand, or one broadcast through an index map
@@ -401,7 +401,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (1.0)))
     elif op == 30:  # subtract
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 5) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
             else:  # a one-element operand, or one broadcast through an index map
@@ -409,7 +409,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 10) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-1.0)))
             else:  # a one-element operand, or one broadcast through an index map
@@ -418,7 +418,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-1.0)))
     elif op == 31:  # multiply
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
@@ -429,7 +429,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b)))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
@@ -441,7 +441,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (a)))
     elif op == 32:  # divide
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
@@ -452,7 +452,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0 / b)))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 10) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     y = _ld(py, j)
@@ -465,7 +465,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-y / b)))
     elif op == 33:  # power
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
@@ -478,7 +478,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pow_da(a, b))))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     y = _ld(py, j)
@@ -492,7 +492,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pow_db(a, y))))
     elif op == 34:  # arctan2
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
@@ -505,7 +505,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b / (a * a + b * b))))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
@@ -519,7 +519,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-a / (a * a + b * b))))
     elif op == 35:  # hypot
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 5) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     y = _ld(py, j)
@@ -531,7 +531,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     y = _ld(py, j)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (a / y)))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 10) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     y = _ld(py, j)
@@ -544,7 +544,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (b / y)))
     elif op == 36:  # logaddexp
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 5) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     y = _ld(py, j)
@@ -556,7 +556,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     y = _ld(py, j)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (exp(a - y))))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 10) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     y = _ld(py, j)
@@ -569,7 +569,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (exp(b - y))))
     elif op == 37:  # maximum
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
@@ -582,7 +582,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(a, b))))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
@@ -596,7 +596,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(b, a))))
     elif op == 38:  # minimum
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
@@ -609,7 +609,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
@@ -623,7 +623,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
     elif op == 39:  # fmax
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
@@ -636,7 +636,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
@@ -650,7 +650,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
     elif op == 40:  # fmin
         if nd & 1:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
@@ -663,7 +663,7 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, jb)
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
         if nd & 2:
-            if fl == 0:  # operands of the result's size
+            if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
