@@ -608,30 +608,34 @@ def _family_kernels():
             else:
                 case = CUSTOM[p.name].strip("\n").splitlines()
             body += ["    " + ln if ln else "" for ln in case]
-        body = ["pG = _addr(G)"] + [_raw_adjoints(ln) for ln in body]
+        body = ["pG = _addr(G)"] + [raw_access(ln, "G", "pG") for ln in body]
         kernels.append(f'@njit(error_model="numpy")\ndef {name}({KERNEL_ARGS}):\n'
                        f'    """Reverse of one {fam} row."""\n' + _indent(body, 4))
     return "\n\n\n".join(kernels), _indent(calls, 8)
 
 
 _INDEX = r"((?:[^\[\]]|\[[^\[\]]*\])+)"  # an index, which may itself index once: IA[...]
-_G_ITEM = re.compile(r"\bG\[" + _INDEX + r"\]")
-_G_ACCUMULATE = re.compile(r"^(\s*)G\[" + _INDEX + r"\] \+= (.+)$")
-_LOAD = r"_ld(pG, \1)"
+_LOAD = r"_ld({}, \1)"
 
 
-def _raw_adjoints(line):
-    """``G[i] += v`` becomes ``_st(pG, i, _ld(pG, i) + (v))`` and a read ``G[i]`` becomes
-    ``_ld(pG, i)``: the same arithmetic by raw address. Indexing with a signed integer makes
-    Numba wrap negative indices element by element, which keeps LLVM from vectorising the
-    loop: a 250,000-element multiply adjoint took 305 us indexed and 86 us by address."""
-    m = _G_ACCUMULATE.match(line)
+def raw_access(line, array, pointer):
+    """Rewrite one generated line's element accesses of the float64 arena `array` by raw
+    address (`pointer` = ``_addr(array)``): ``X[i] += v`` becomes ``_st(p, i, _ld(p, i) + (v))``,
+    ``X[i] = v`` becomes ``_st(p, i, v)`` and a read ``X[i]`` becomes ``_ld(p, i)``: the same
+    arithmetic. Indexing with a signed integer makes Numba wrap negative indices element by
+    element, which keeps LLVM from vectorising the loop: a 250,000-element multiply adjoint took
+    305 us indexed and 86 us by address."""
+    item = re.compile(rf"\b{array}\[" + _INDEX + r"\]")
+    load = _LOAD.format(pointer)
+    m = re.match(rf"^(\s*){array}\[" + _INDEX + r"\] (\+?)= (.+)$", line)
     if m:
-        indent, i, v = m.groups()
-        line = f"{indent}_st(pG, {i}, _ld(pG, {i}) + ({_G_ITEM.sub(_LOAD, v)}))"
-    line = _G_ITEM.sub(_LOAD, line)
-    if re.search(r"\bG\[", line):
-        raise ValueError(f"cannot rewrite the adjoint access in {line.strip()!r}")
+        indent, i, plus, v = m.groups()
+        v = item.sub(load, v)
+        value = f"_ld({pointer}, {i}) + ({v})" if plus else v
+        line = f"{indent}_st({pointer}, {i}, {value})"
+    line = item.sub(load, line)
+    if re.search(rf"\b{array}\[", line):
+        raise ValueError(f"cannot rewrite the access to {array} in {line.strip()!r}")
     return line
 
 
