@@ -178,9 +178,9 @@ class CompiledTape:
                 ok = v.accepts(args)
                 if ok:
                     v.load(args)
-                    ok = v.replay() is None
+                    ok = v.straight or v.replay() is None  # straight: one call below
                 if ok:
-                    g = v.gradient(self.nums)
+                    g = v.gradient(self.nums, forward=v.straight)
                     out[r] = (v.output(), g[0] if isinstance(self.argnums, int) else tuple(g))
                 else:  # another path: this tape (and its variants), one row at a time
                     with lock:
