@@ -63,7 +63,7 @@ the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loop
 """
 from __future__ import annotations
 
-from ._generate import _indent, _uses, arithmetic_codes
+from ._generate import _indent, _uses, arithmetic_codes, raw_access
 from .table import FAMILIES, TABLE
 
 ENTRY_POINT = '''
@@ -113,14 +113,17 @@ def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     W = np.empty(2 * m)
+    pR = _addr(R)  # rows and 0-d values by raw address (see _reverse_rows)
+    psv = _addr(sv)
     i = lo - 1
     while i < hi - 1:
         i += 1
-        code = R[i, 0]
+        r = pR + 32 * i
+        code = _ld_word(r)
         op = code & 255
-        sa = R[i, 1]
-        sb = R[i, 2]
-        k = R[i, 3]
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        k = _ld_word(r + 24)
         if k < 0:
             # 0-d row of 0-d operands (values in sv), or a 0-d constant / Function hub (no match)
 {scalar_body}
@@ -338,7 +341,7 @@ def _scalar_body():
         else:
             body = [f"{v} = sv[s{v}]" for v in ("a", "b") if _uses(p.f, v)]
         out += ["    " + ln for ln in body + [f"sv[i] = {p.f}"]]
-    return _indent(out, 12)
+    return _indent([raw_access(ln, "sv", "psv") for ln in out], 12)
 
 
 def _unary_case(p):

@@ -964,172 +964,178 @@ def _clear(G, g0, n):
 @njit(error_model="numpy")
 def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
+    # rows, 0-d values and adjoints by raw address: Numba's wrap-around of signed indices cost
+    # ~30% of a 0-d row (W1)
+    pR = _addr(R)
+    psv = _addr(sv)
+    pG = _addr(G)
     i = hi
     while i > lo:
         i -= 1
         nd = need[i]
         if nd == 0:
             continue
-        code = R[i, 0]
+        r = pR + 32 * i  # R is (rows, 4) int64, C order
+        code = _ld_word(r)
         op = code & 255
-        sa = R[i, 1]
-        sb = R[i, 2]
-        k = R[i, 3]
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        k = _ld_word(r + 24)
         if k < 0:
-            g = G[i]
+            g = _ld(pG, i)
             if nd & CLEAR:
-                G[i] = 0.0
+                _st(pG, i, 0.0)
             if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
-                a = sv[sa]
-                b = sv[sb]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
                 da = b if op == 31 else 1.0
                 db = a if op == 31 else (1.0 if op == 29 else -1.0)
                 if nd & 1:
-                    G[sa] += g * da
+                    _st(pG, sa, _ld(pG, sa) + (g * da))
                 if nd & 2:
-                    G[sb] += g * db
+                    _st(pG, sb, _ld(pG, sb) + (g * db))
             elif op == 3:  # neg
-                G[sa] += g * (-1.0)
+                _st(pG, sa, _ld(pG, sa) + (g * (-1.0)))
             elif op == 4:  # abs
-                x = sv[sa]
-                G[sa] += g * (_sign(x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (_sign(x))))
             elif op == 5:  # exp
-                y = sv[i]
-                G[sa] += g * (y)
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (y)))
             elif op == 6:  # expm1
-                y = sv[i]
-                G[sa] += g * (y + 1.0)
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (y + 1.0)))
             elif op == 7:  # exp2
-                y = sv[i]
-                G[sa] += g * (y * LN2)
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (y * LN2)))
             elif op == 8:  # log
-                x = sv[sa]
-                G[sa] += g * (1.0 / x)
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / x)))
             elif op == 9:  # log1p
-                x = sv[sa]
-                G[sa] += g * (1.0 / (1.0 + x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 + x))))
             elif op == 10:  # log2
-                x = sv[sa]
-                G[sa] += g * (1.0 / (x * LN2))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (x * LN2))))
             elif op == 11:  # log10
-                x = sv[sa]
-                G[sa] += g * (1.0 / (x * LN10))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (x * LN10))))
             elif op == 12:  # sqrt
-                y = sv[i]
-                G[sa] += g * (0.5 / y)
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (0.5 / y)))
             elif op == 13:  # cbrt
-                y = sv[i]
-                G[sa] += g * (1.0 / (3.0 * y * y))
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (3.0 * y * y))))
             elif op == 14:  # square
-                x = sv[sa]
-                G[sa] += g * (2.0 * x)
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (2.0 * x)))
             elif op == 15:  # reciprocal
-                y = sv[i]
-                G[sa] += g * (-(y * y))
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (-(y * y))))
             elif op == 16:  # sin
-                x = sv[sa]
-                G[sa] += g * (cos(x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (cos(x))))
             elif op == 17:  # cos
-                x = sv[sa]
-                G[sa] += g * (-sin(x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (-sin(x))))
             elif op == 18:  # tan
-                y = sv[i]
-                G[sa] += g * (1.0 + y * y)
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 + y * y)))
             elif op == 19:  # arcsin
-                x = sv[sa]
-                G[sa] += g * (1.0 / sqrt(1.0 - x * x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(1.0 - x * x))))
             elif op == 20:  # arccos
-                x = sv[sa]
-                G[sa] += g * (-1.0 / sqrt(1.0 - x * x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (-1.0 / sqrt(1.0 - x * x))))
             elif op == 21:  # arctan
-                x = sv[sa]
-                G[sa] += g * (1.0 / (1.0 + x * x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 + x * x))))
             elif op == 22:  # sinh
-                x = sv[sa]
-                G[sa] += g * (cosh(x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (cosh(x))))
             elif op == 23:  # cosh
-                x = sv[sa]
-                G[sa] += g * (sinh(x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (sinh(x))))
             elif op == 24:  # tanh
-                y = sv[i]
-                G[sa] += g * (1.0 - y * y)
+                y = _ld(psv, i)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 - y * y)))
             elif op == 25:  # arcsinh
-                x = sv[sa]
-                G[sa] += g * (1.0 / sqrt(x * x + 1.0))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(x * x + 1.0))))
             elif op == 26:  # arccosh
-                x = sv[sa]
-                G[sa] += g * (1.0 / sqrt(x * x - 1.0))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(x * x - 1.0))))
             elif op == 27:  # arctanh
-                x = sv[sa]
-                G[sa] += g * (1.0 / (1.0 - x * x))
+                x = _ld(psv, sa)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 - x * x))))
             elif op == 28:  # copy
-                G[sa] += g * (1.0)
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0)))
             elif op == 32:  # divide
-                b = sv[sb]
-                y = sv[i]
+                b = _ld(psv, sb)
+                y = _ld(psv, i)
                 if nd & 1:
-                    G[sa] += g * (1.0 / b)
+                    _st(pG, sa, _ld(pG, sa) + (g * (1.0 / b)))
                 if nd & 2:
-                    G[sb] += g * (-y / b)
+                    _st(pG, sb, _ld(pG, sb) + (g * (-y / b)))
             elif op == 33:  # power
-                a = sv[sa]
-                b = sv[sb]
-                y = sv[i]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                y = _ld(psv, i)
                 if nd & 1:
-                    G[sa] += g * (_pow_da(a, b))
+                    _st(pG, sa, _ld(pG, sa) + (g * (_pow_da(a, b))))
                 if nd & 2:
-                    G[sb] += g * (_pow_db(a, y))
+                    _st(pG, sb, _ld(pG, sb) + (g * (_pow_db(a, y))))
             elif op == 34:  # arctan2
-                a = sv[sa]
-                b = sv[sb]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
                 if nd & 1:
-                    G[sa] += g * (b / (a * a + b * b))
+                    _st(pG, sa, _ld(pG, sa) + (g * (b / (a * a + b * b))))
                 if nd & 2:
-                    G[sb] += g * (-a / (a * a + b * b))
+                    _st(pG, sb, _ld(pG, sb) + (g * (-a / (a * a + b * b))))
             elif op == 35:  # hypot
-                a = sv[sa]
-                b = sv[sb]
-                y = sv[i]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                y = _ld(psv, i)
                 if nd & 1:
-                    G[sa] += g * (a / y)
+                    _st(pG, sa, _ld(pG, sa) + (g * (a / y)))
                 if nd & 2:
-                    G[sb] += g * (b / y)
+                    _st(pG, sb, _ld(pG, sb) + (g * (b / y)))
             elif op == 36:  # logaddexp
-                a = sv[sa]
-                b = sv[sb]
-                y = sv[i]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                y = _ld(psv, i)
                 if nd & 1:
-                    G[sa] += g * (exp(a - y))
+                    _st(pG, sa, _ld(pG, sa) + (g * (exp(a - y))))
                 if nd & 2:
-                    G[sb] += g * (exp(b - y))
+                    _st(pG, sb, _ld(pG, sb) + (g * (exp(b - y))))
             elif op == 37:  # maximum
-                a = sv[sa]
-                b = sv[sb]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
                 if nd & 1:
-                    G[sa] += g * (_pick_max(a, b))
+                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_max(a, b))))
                 if nd & 2:
-                    G[sb] += g * (_pick_max(b, a))
+                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_max(b, a))))
             elif op == 38:  # minimum
-                a = sv[sa]
-                b = sv[sb]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
                 if nd & 1:
-                    G[sa] += g * (_pick_max(-a, -b))
+                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_max(-a, -b))))
                 if nd & 2:
-                    G[sb] += g * (_pick_max(-b, -a))
+                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_max(-b, -a))))
             elif op == 39:  # fmax
-                a = sv[sa]
-                b = sv[sb]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
                 if nd & 1:
-                    G[sa] += g * (_pick_fmax(a, b))
+                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_fmax(a, b))))
                 if nd & 2:
-                    G[sb] += g * (_pick_fmax(b, a))
+                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_fmax(b, a))))
             elif op == 40:  # fmin
-                a = sv[sa]
-                b = sv[sb]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
                 if nd & 1:
-                    G[sa] += g * (_pick_fmax(-a, -b))
+                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_fmax(-a, -b))))
                 if nd & 2:
-                    G[sb] += g * (_pick_fmax(-b, -a))
+                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_fmax(-b, -a))))
             continue
         n = S[k, 0]
         if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
@@ -1590,135 +1596,138 @@ def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     W = np.empty(2 * m)
+    pR = _addr(R)  # rows and 0-d values by raw address (see _reverse_rows)
+    psv = _addr(sv)
     i = lo - 1
     while i < hi - 1:
         i += 1
-        code = R[i, 0]
+        r = pR + 32 * i
+        code = _ld_word(r)
         op = code & 255
-        sa = R[i, 1]
-        sb = R[i, 2]
-        k = R[i, 3]
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        k = _ld_word(r + 24)
         if k < 0:
             # 0-d row of 0-d operands (values in sv), or a 0-d constant / Function hub (no match)
             if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
-                a = sv[sa]
-                b = sv[sb]
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
                 s = a + (1.0 if op == 29 else -1.0) * b  # a - b is a + (-b), exactly
-                sv[i] = a * b if op == 31 else s
+                _st(psv, i, a * b if op == 31 else s)
             elif op == 3:  # neg
-                x = sv[sa]
-                sv[i] = -x
+                x = _ld(psv, sa)
+                _st(psv, i, -x)
             elif op == 4:  # abs
-                x = sv[sa]
-                sv[i] = abs(x)
+                x = _ld(psv, sa)
+                _st(psv, i, abs(x))
             elif op == 5:  # exp
-                x = sv[sa]
-                sv[i] = exp(x)
+                x = _ld(psv, sa)
+                _st(psv, i, exp(x))
             elif op == 6:  # expm1
-                x = sv[sa]
-                sv[i] = expm1(x)
+                x = _ld(psv, sa)
+                _st(psv, i, expm1(x))
             elif op == 7:  # exp2
-                x = sv[sa]
-                sv[i] = 2.0 ** x
+                x = _ld(psv, sa)
+                _st(psv, i, 2.0 ** x)
             elif op == 8:  # log
-                x = sv[sa]
-                sv[i] = log(x)
+                x = _ld(psv, sa)
+                _st(psv, i, log(x))
             elif op == 9:  # log1p
-                x = sv[sa]
-                sv[i] = log1p(x)
+                x = _ld(psv, sa)
+                _st(psv, i, log1p(x))
             elif op == 10:  # log2
-                x = sv[sa]
-                sv[i] = log2(x)
+                x = _ld(psv, sa)
+                _st(psv, i, log2(x))
             elif op == 11:  # log10
-                x = sv[sa]
-                sv[i] = log10(x)
+                x = _ld(psv, sa)
+                _st(psv, i, log10(x))
             elif op == 12:  # sqrt
-                x = sv[sa]
-                sv[i] = sqrt(x)
+                x = _ld(psv, sa)
+                _st(psv, i, sqrt(x))
             elif op == 13:  # cbrt
-                x = sv[sa]
-                sv[i] = _cbrt(x)
+                x = _ld(psv, sa)
+                _st(psv, i, _cbrt(x))
             elif op == 14:  # square
-                x = sv[sa]
-                sv[i] = x * x
+                x = _ld(psv, sa)
+                _st(psv, i, x * x)
             elif op == 15:  # reciprocal
-                x = sv[sa]
-                sv[i] = 1.0 / x
+                x = _ld(psv, sa)
+                _st(psv, i, 1.0 / x)
             elif op == 16:  # sin
-                x = sv[sa]
-                sv[i] = sin(x)
+                x = _ld(psv, sa)
+                _st(psv, i, sin(x))
             elif op == 17:  # cos
-                x = sv[sa]
-                sv[i] = cos(x)
+                x = _ld(psv, sa)
+                _st(psv, i, cos(x))
             elif op == 18:  # tan
-                x = sv[sa]
-                sv[i] = tan(x)
+                x = _ld(psv, sa)
+                _st(psv, i, tan(x))
             elif op == 19:  # arcsin
-                x = sv[sa]
-                sv[i] = asin(x)
+                x = _ld(psv, sa)
+                _st(psv, i, asin(x))
             elif op == 20:  # arccos
-                x = sv[sa]
-                sv[i] = acos(x)
+                x = _ld(psv, sa)
+                _st(psv, i, acos(x))
             elif op == 21:  # arctan
-                x = sv[sa]
-                sv[i] = atan(x)
+                x = _ld(psv, sa)
+                _st(psv, i, atan(x))
             elif op == 22:  # sinh
-                x = sv[sa]
-                sv[i] = sinh(x)
+                x = _ld(psv, sa)
+                _st(psv, i, sinh(x))
             elif op == 23:  # cosh
-                x = sv[sa]
-                sv[i] = cosh(x)
+                x = _ld(psv, sa)
+                _st(psv, i, cosh(x))
             elif op == 24:  # tanh
-                x = sv[sa]
-                sv[i] = tanh(x)
+                x = _ld(psv, sa)
+                _st(psv, i, tanh(x))
             elif op == 25:  # arcsinh
-                x = sv[sa]
-                sv[i] = asinh(x)
+                x = _ld(psv, sa)
+                _st(psv, i, asinh(x))
             elif op == 26:  # arccosh
-                x = sv[sa]
-                sv[i] = acosh(x)
+                x = _ld(psv, sa)
+                _st(psv, i, acosh(x))
             elif op == 27:  # arctanh
-                x = sv[sa]
-                sv[i] = atanh(x)
+                x = _ld(psv, sa)
+                _st(psv, i, atanh(x))
             elif op == 28:  # copy
-                x = sv[sa]
-                sv[i] = x
+                x = _ld(psv, sa)
+                _st(psv, i, x)
             elif op == 32:  # divide
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = a / b
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, a / b)
             elif op == 33:  # power
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = _power(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, _power(a, b))
             elif op == 34:  # arctan2
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = atan2(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, atan2(a, b))
             elif op == 35:  # hypot
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = hypot(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, hypot(a, b))
             elif op == 36:  # logaddexp
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = _logaddexp(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, _logaddexp(a, b))
             elif op == 37:  # maximum
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = _maximum(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, _maximum(a, b))
             elif op == 38:  # minimum
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = _minimum(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, _minimum(a, b))
             elif op == 39:  # fmax
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = _fmax(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, _fmax(a, b))
             elif op == 40:  # fmin
-                a = sv[sa]
-                b = sv[sb]
-                sv[i] = _fmin(a, b)
+                a = _ld(psv, sa)
+                b = _ld(psv, sb)
+                _st(psv, i, _fmin(a, b))
             continue
         fam = _FAMILY[op]
         n = S[k, 0]
