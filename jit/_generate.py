@@ -258,7 +258,7 @@ def _clear(G, g0, n):
         _st(pG, g0 + j, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
 def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
     # rows, 0-d values and adjoints by raw address: Numba's wrap-around of signed indices cost

@@ -103,7 +103,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
                 _forward_binary(code, m, 0, pa, pb, py, IA, W)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
 def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
     skipped: their values are written by the caller)."""

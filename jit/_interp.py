@@ -961,7 +961,7 @@ def _clear(G, g0, n):
         _st(pG, g0 + j, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
 def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
     # rows, 0-d values and adjoints by raw address: Numba's wrap-around of signed indices cost
@@ -1586,7 +1586,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
                 _forward_binary(code, m, 0, pa, pb, py, IA, W)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
 def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
     skipped: their values are written by the caller)."""
