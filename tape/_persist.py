@@ -34,6 +34,10 @@ def save(variant, path, argnums):
     if t is None:
         raise ValueError("CompiledTape.save: the function's output does not depend on any "
                          "recorded operation; there is nothing to save")
+    if t.functions:
+        raise ValueError("CompiledTape.save: the recording calls custom Functions "
+                         "(tape.Function), whose forward and backward are code, not data; "
+                         "pickle the CompiledTape instead (it records f again when loaded)")
     m = len(A.S)
     k_of = {k: s for s, k in t.side_of.items()}
     shapes, is_array, consts, const_rows = [], [], [], []

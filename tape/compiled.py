@@ -12,8 +12,10 @@ was noted (``_guards``); a replay checks every guard against the replayed values
 differs, records the function again at the new arguments (a new *variant*, cached, at most
 ``max_variants`` of them, least recently used first out). A result is never stale.
 
-Custom Functions cannot be replayed (their forward is Python), and a recording must fit one
-tape (``MAX_ROWS`` rows).
+A custom Function (``tape.Function``) is replayed by calling its forward and backward again in
+Python at its rows (its outputs must be differentiable float arrays of unchanging shapes); such a
+recording cannot be saved to a file (pickling records it again) and ``cf.jvp`` refuses it. A
+recording must fit one tape (``MAX_ROWS`` rows).
 """
 from __future__ import annotations
 
@@ -141,6 +143,8 @@ class CompiledTape:
         """
         X = np.asarray(X, dtype=np.float64)
         i = self.nums[0]
+        if any(v.t is not None and v.t.functions for v in self.variants.values()):
+            threads = 1  # a Function's ctx belongs to one recording: rows in turn
         if threads > 1 and len(X) > 1:
             values, grads = self._batch_threads(X, rest, i, int(threads))
         else:
@@ -335,8 +339,14 @@ class _Variant:
     def straight(self):
         """Nothing to check or run in Python between the sweeps (no guards, no escape rows):
         forward and reverse can be one jitted call."""
-        return self.t is not None and not self.escapes and not self.guards \
+        return self.t is not None and not self.cuts and not self.guards \
             and self.out._tape is self.t
+
+    @property
+    def cuts(self):
+        """Rows where the forward sweep stops for Python: escape rows and Function hubs."""
+        t = self.t
+        return sorted(set(self.escapes).union(t.functions or ())) if t is not None else []
 
     def __init__(self, f, args, nums):
         self.shapes = [np.shape(_raw(a)) if _is_input(a) else None for a in args]
@@ -367,8 +377,13 @@ class _Variant:
                                "MAX_ROWS rows, or it uses tensors recorded outside f); "
                                "pass every input as an argument")
         if t is not None and t.functions:
-            raise RuntimeError("tape.compile: custom Functions (tape.Function) cannot be "
-                               "replayed: their forward runs in Python")
+            for node in t.functions.values():
+                if node.replay_args is None:
+                    raise RuntimeError(
+                        f"tape.compile: {node.cls.__name__} (a tape.Function) returns an output "
+                        "that is not a differentiable float array (an index, a value marked "
+                        "non-differentiable): a replay could not update what f computes from "
+                        "it. Return only differentiable outputs from Functions in a compiled f.")
         self.t = t
         self.guards = log.bind(t) if t is not None else []
         if t is None:
@@ -458,9 +473,12 @@ class _Variant:
 
         t, A = self.t, self.A
         lo = 0
-        for c in self.escapes:
+        for c in self.cuts:
             forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, c)
-            self._escape_value(c)
+            if c in t.escapes:
+                self._escape_value(c)
+            else:  # a custom Function's hub: its forward runs in Python, outputs follow it
+                t.functions[c].replay(t)
             lo = c + 1
         forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, len(A.sv))
         if self.guards:
@@ -541,8 +559,9 @@ class _Variant:
         s = o._slot
         if live[s]:
             G[GO[s]:GO[s] + A.size[s]] = seed
-        if self.escapes:
-            sweep_segments(self.t, A, G, GO, need, live, (), (), retain_hooked=False)
+        if self.cuts:  # escape rows' and Functions' backward rules run in Python
+            hubs = [h for h in self.t.functions if live[h]] if self.t.functions else ()
+            sweep_segments(self.t, A, G, GO, need, live, (), hubs, retain_hooked=False)
         else:  # one jitted call: nothing to run in Python between segments
             n = len(A.sv)
             _sweep()(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, n if forward else 0, 0, n)
@@ -567,6 +586,10 @@ class _Variant:
             raise ValueError(f"jvp: {len(nums)} tangents expected (one per argnum)")
         if self.t is None or self.out._tape is None:
             return np.zeros(self.out.shape)
+        if self.t.functions:
+            raise NotImplementedError(
+                "cf.jvp of a recording with custom Functions (tape.Function): the jitted tangent "
+                "sweep cannot call their jvp; use tape.jvp(f, ...) or cf.hvp")
         key = ("tangent", tuple(nums))
         prog = self._plans.get(key)
         if prog is None:

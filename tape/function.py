@@ -128,6 +128,7 @@ class Function:
                 chain.append((hub, 2))
         node = FunctionNode(cls, ctx, [(i, s, _shape(args[i]._v)) for i, s in arg_slots],
                             chain, tuple(type(a) is Tensor for a in args))
+
         results = []
         out_slots = {}  # id of a forward output -> (its value, slot)
         for o in outs:
@@ -145,6 +146,9 @@ class Function:
             results.append(result(v, t, slot))
         if ctx._to_save is not None:
             node.save(ctx._to_save, args, inner, out_slots, t)
+        if state.guards is not None and len(node.outs) == len(outs) \
+                and all(slot is not None for slot, _ in node.outs):
+            node.replay_args = inner  # recording for tape.compile: a replay calls forward again
         if t.functions is None:
             t.functions = {}
         t.functions[hub] = node
@@ -157,7 +161,7 @@ class Function:
 class FunctionNode:
     """What the tape keeps of one Function call (in ``Tape.functions``, keyed by its hub)."""
 
-    __slots__ = ("cls", "ctx", "args", "chain", "nargs", "tensor_args", "outs")
+    __slots__ = ("cls", "ctx", "args", "chain", "nargs", "tensor_args", "outs", "replay_args")
 
     def __init__(self, cls, ctx, args, chain, tensor_args):
         self.cls = cls
@@ -167,6 +171,49 @@ class FunctionNode:
         self.nargs = len(tensor_args)
         self.tensor_args = tensor_args  # per argument of forward: is it a tensor
         self.outs = []  # (slot or None if non-differentiable, shape) per float output
+        self.replay_args = None  # forward's arguments as recorded (under tape.compile only)
+
+    def replay(self, t):
+        """Call forward again, with the current values of the differentiable arguments (the
+        others as recorded), write its outputs into their rows and keep what it saved: a
+        compiled tape's forward sweep stops at the hub for this. The outputs must keep their
+        shapes."""
+        name = self.cls.__name__
+        inner = list(self.replay_args)
+        for i, slot, shape in self.args:
+            v = t.value(slot)
+            inner[i] = plain(np.array(v) if type(v) is np.ndarray else v)
+        ctx = FunctionCtx(name, self.ctx.needs_input_grad)
+        with no_grad():
+            out = self.cls.forward(ctx, *inner)
+        outs = out if isinstance(out, tuple) else (out,)
+        if len(outs) != len(self.outs):
+            raise RuntimeError(f"{name}.forward returned {len(outs)} outputs on replay, "
+                               f"{len(self.outs)} when recorded")
+        out_slots = {}
+        for o, (slot, shape) in zip(outs, self.outs):
+            v = _float_value(o)
+            if v is None or _shape(v) != shape:
+                raise RuntimeError(f"{name}.forward returned an output of shape "
+                                   f"{_shape(v) if v is not None else type(o).__name__} on "
+                                   f"replay, {shape} when recorded: a compiled tape needs the "
+                                   "same shapes")
+            k = t.side_of.get(slot)
+            if k is None or t.av[k] is None:  # a 0-d value lives in sv
+                t.built.sv[slot] = float(v)
+            else:
+                np.copyto(t.av[k], np.reshape(v, t.av[k].shape))
+            out_slots[id(o)] = (t.value(slot), slot)
+        if self.ctx._saved:
+            for sv in self.ctx._saved:
+                if sv is not None:
+                    sv.release()
+        if ctx._to_save is not None:
+            self.ctx = ctx
+            self.save(ctx._to_save, inner, inner, out_slots, t)
+        else:
+            ctx._to_save = None
+            self.ctx = ctx
 
     def save(self, tensors, args, inner, out_slots, t):
         """Turn what forward saved into SavedVariables: arguments are saved as the caller's
