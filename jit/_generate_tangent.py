@@ -37,7 +37,7 @@ import os
 import sys
 
 from ._generate import HEADER as _INTERP_HEADER
-from ._generate import _indent, _uses, prelude, write_or_check
+from ._generate import _indent, _uses, arithmetic_codes, prelude, raw_access, write_or_check
 from .table import FAMILIES, TABLE
 
 OUT = os.path.join(os.path.dirname(__file__), "_tangent.py")
@@ -65,15 +65,19 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     D = np.empty(2 * m)
+    pR = _addr(R)  # rows, 0-d values and tangents by raw address (see _generate.py)
+    psv = _addr(sv)
+    pT = _addr(T)
     for i in range(lo, hi):
         nd = act[i]
         if nd == 0:
             continue
-        code = R[i, 0]
+        r = pR + 32 * i
+        code = _ld_word(r)
         op = code & 255
-        sa = R[i, 1]
-        sb = R[i, 2]
-        side = R[i, 3]
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        side = _ld_word(r + 24)
         if side < 0:
             # 0-d row of 0-d operands: the partials, then one shared write of the tangent
 {scalar_body}
@@ -109,13 +113,17 @@ def _check_formula(p, d):
 
 
 def _scalar_body():
-    out = ["da = 0.0", "db = 0.0"]
-    first = True
+    add, sub, mul = arithmetic_codes()  # branchless, as in the other sweeps
+    out = ["da = 0.0", "db = 0.0",
+           f"if op >= {add} and op <= {mul}:  # add, subtract, multiply: no data-dependent jump",
+           "    a = sv[sa]",
+           "    b = sv[sb]",
+           f"    da = b if op == {mul} else 1.0",
+           f"    db = a if op == {mul} else (1.0 if op == {add} else -1.0)"]
     for code, p in enumerate(TABLE):
-        if p.family not in ("unary", "binary"):
+        if p.family not in ("unary", "binary") or code in (add, sub, mul):
             continue
-        out.append(f"{'if' if first else 'elif'} op == {code}:  # {p.name}")
-        first = False
+        out.append(f"elif op == {code}:  # {p.name}")
         if p.family == "unary":
             (d,) = p.d
             body = []
@@ -157,7 +165,8 @@ def _scalar_body():
         "    for j in range(k):",
         "        T[oy + j] = da * T[oa + j] + db * T[ob + j]",
     ]
-    return _indent(out, 12)
+    # 0-d values and tangents by raw address (Numba's wrap-around of signed indices)
+    return _indent([raw_access(raw_access(ln, "sv", "psv"), "T", "pT") for ln in out], 12)
 
 
 def _unary_case(p):
