@@ -12,6 +12,8 @@ import tape
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_bench" / "benchmarks"))
 from workloads import WORKLOADS  # noqa: E402
 
+from test_function import Cube  # noqa: E402
+
 
 def _eager(f, args, argnums):
     return tape.value_and_grad(f, argnums=argnums)(*args)
@@ -394,21 +396,9 @@ class _SoftClip(tape.Function):
         return g * (1.0 - (y / ctx.scale) ** 2), None
 
 
-class _Cube(tape.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 3.0 * g * x ** 2
-
-
 def _with_functions(x, w):
     h = _SoftClip.apply(x * w, 2.0)
-    return np.sum(_Cube.apply(h) * w) + _Cube.apply(np.sum(h))
+    return np.sum(Cube.apply(h) * w) + Cube.apply(np.sum(h))
 
 
 def test_custom_functions_replay():
