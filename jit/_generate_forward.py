@@ -5,9 +5,9 @@ Both sweeps live in one module and behind one jitted entry point, ``sweep``, so 
 forward and reverse sweeps are one call, and so that Numba's cache (keyed on the entry point's
 file) sees every change to either.
 
-``forward_sweep(R, S, VA, sv, IA, FA, lo, hi)`` (``sweep`` with an empty reverse range) recomputes the values of rows lo..hi-1 in order,
-from the current values of their operands, and writes each result in place into the row's own
-value buffer (address ``VA[i]``; a 0-d value is ``sv[i]``, and ``VA`` of a 0-d slot points into
+``forward_sweep(R, S, VA, sv, IA, FA, lo, hi)`` (``sweep`` with an empty reverse range) recomputes
+the values of rows lo..hi-1 in order, from the current values of their operands, and writes each
+result in place into the row's own value buffer (address ``VA[i]``; a 0-d value is ``sv[i]``, and ``VA`` of a 0-d slot points into
 ``sv``). It reads the arrays ``reverse_sweep`` reads (see ``_generate.py``); the groundwork of
 compiled replay: record once, write new input values, sweep, no Python per op.
 
@@ -53,8 +53,9 @@ so that results agree with NumPy bit for bit:
 - matmul (the small in-sweep one): acc = 0.0, acc += a_mk b_kn in k order (NumPy's no-BLAS loop;
   NumPy's BLAS path rounds differently, within a few ulps of the dot products' magnitude).
 
-Compile time (cold, this machine class, shared with other work): ~12 s for ``forward_sweep``
-(``reverse_sweep`` ~16 s, ``tangent_sweep`` ~21 s measured alongside). Measured alternatives:
+Compile time (cold, this machine class): the forward part was ~12 s as an entry point of its own
+(the reverse ~19 s); ``sweep`` with both takes ~44 s (59 s before its two row loops were inlined
+at Numba's level). Measured alternatives:
 evaluating the formulas that call a function (libm, ``**``, helpers) through one shared
 ``_unary_value(op, x)`` / ``_binary_value(op, a, b)`` per family, with a per-element branch,
 compiled in ~9.5 s but ran transcendental array rows ~30% slower (and, depending on how the 0-d
