@@ -35,6 +35,12 @@ from .functional import _FreshTape
 
 LEAF = OPCODE["leaf"]
 CLEAR = 4  # need bit: the reverse kernel zeroes the row's adjoint after sweeping it
+# Large rows of these primitives are computed during replay by their NumPy ufunc, as the eager
+# path computes them (so there replay equals eager bit for bit): on 1M elements NumPy's loop
+# measured faster than the jitted libm loop by tanh 1.62x, log 1.18x, tan 1.15x, log1p 1.11x,
+# arccos 1.10x; the others were within 5% or slower (exp2 0.61x, sqrt 0.55x, cbrt 0.84x).
+_NUMPY_FORWARD_CODES = np.array([OPCODE[n] for n in ("tanh", "log", "log1p", "tan", "arccos")])
+NUMPY_FORWARD_SIZE = 4096  # elements: below, a Python stop costs more than it saves
 _FAMILY_OF = np.array([FAMILIES.index(p.family) for p in TABLE], dtype=np.int64)
 _INPUT, _ESCAPE = FAMILIES.index("input"), FAMILIES.index("escape")
 _ESCAPE_VALUE = {"matmul_blas": np.matmul, "inv": np.linalg.inv, "det": np.linalg.det,
@@ -344,9 +350,20 @@ class _Variant:
 
     @property
     def cuts(self):
-        """Rows where the forward sweep stops for Python: escape rows and Function hubs."""
-        t = self.t
-        return sorted(set(self.escapes).union(t.functions or ())) if t is not None else []
+        """Rows where the forward sweep stops for Python: escape rows, Function hubs, and large
+        rows that NumPy computes faster (``NUMPY_FORWARD``)."""
+        cuts = self.__dict__.get("_cuts")
+        if cuts is None:
+            t, A = self.t, self.A
+            if t is None:
+                cuts, numpy_rows = [], frozenset()
+            else:
+                numpy_rows = frozenset(int(i) for i in np.flatnonzero(
+                    np.isin(A.code, _NUMPY_FORWARD_CODES) & A.is_array
+                    & (A.size >= NUMPY_FORWARD_SIZE)))
+                cuts = sorted(set(self.escapes).union(t.functions or (), numpy_rows))
+            self._cuts, self._numpy_rows = cuts, numpy_rows
+        return cuts
 
     def __init__(self, f, args, nums):
         self.shapes = [np.shape(_raw(a)) if _is_input(a) else None for a in args]
@@ -475,7 +492,10 @@ class _Variant:
         lo = 0
         for c in self.cuts:
             forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, c)
-            if c in t.escapes:
+            if c in self._numpy_rows:  # the eager path's own ufunc: the same bits, faster
+                y = t.av[t.side_of[c]]
+                TABLE[A.code[c]].ufunc(np.reshape(t.value(int(A.R[c, 1])), y.shape), out=y)
+            elif c in t.escapes:
                 self._escape_value(c)
             else:  # a custom Function's hub: its forward runs in Python, outputs follow it
                 t.functions[c].replay(t)
@@ -559,7 +579,7 @@ class _Variant:
         s = o._slot
         if live[s]:
             G[GO[s]:GO[s] + A.size[s]] = seed
-        if self.cuts:  # escape rows' and Functions' backward rules run in Python
+        if self.escapes or self.t.functions:  # their backward rules run in Python
             hubs = [h for h in self.t.functions if live[h]] if self.t.functions else ()
             sweep_segments(self.t, A, G, GO, need, live, (), hubs, retain_hooked=False)
         else:  # one jitted call: nothing to run in Python between segments
