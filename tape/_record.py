@@ -230,7 +230,7 @@ def unary(code, x):
             t.sv.append(y)
             t.rows.extend((code, sx, -1))
             if slot >= MAX_ROWS:
-                t.seal()
+                t.roll()
             return result(y, t, slot)
         return plain(y)
     y = check_dtype(TABLE[code].ufunc(xv), TABLE[code].name)
@@ -273,7 +273,7 @@ def binary(code, a, b):
             t.sv.append(y)
             t.rows.extend((code, sa, sb))
             if slot >= MAX_ROWS:
-                t.seal()
+                t.roll()
             return result(y, t, slot)
         return plain(y)
     p = TABLE[code]

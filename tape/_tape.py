@@ -99,7 +99,7 @@ class Tape:
         self.side.extend((slot, n, iat, fat))
         self.side_of[slot] = k
         if slot >= MAX_ROWS:
-            self.seal()
+            self.roll()
         return slot
 
     def scalar_const(self, x: float) -> int:
@@ -130,6 +130,12 @@ class Tape:
                 return self.packed[k].value()
             return float(self.built.sv[slot]) if self.built is not None else self.sv[slot]
         return self.av[k]
+
+    def roll(self):
+        """Past MAX_ROWS rows: later ops go to a new tape (an eager run then keeps only the tapes
+        its live tensors reach), except while tape.compile records: a replay sweeps one tape."""
+        if state.guards is None:
+            self.seal()
 
     def seal(self):
         self.sealed = True

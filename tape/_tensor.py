@@ -78,7 +78,7 @@ def _binop(name, reflected=False):
         vals.append(y)
         t.rows.extend((code, s2, s1) if reflected else (code, s1, s2))
         if slot >= MAX_ROWS:
-            t.seal()
+            t.roll()
         r = _new(Tensor)
         r._v = y
         r._tape = t

@@ -15,7 +15,8 @@ differs, records the function again at the new arguments (a new *variant*, cache
 A custom Function (``tape.Function``) is replayed by calling its forward and backward again in
 Python at its rows (its outputs must be differentiable float arrays of unchanging shapes); such a
 recording cannot be saved to a file (pickling records it again) and ``cf.jvp`` refuses it. A
-recording must fit one tape (``MAX_ROWS`` rows).
+recording stays on one tape however long (an eager one rolls over to a new tape every
+``MAX_ROWS`` rows).
 """
 from __future__ import annotations
 
@@ -390,9 +391,9 @@ class _Variant:
         self.out = out
         t = out._tape
         if t is not None and t.links:
-            raise RuntimeError("tape.compile: the recording spans several tapes (over "
-                               "MAX_ROWS rows, or it uses tensors recorded outside f); "
-                               "pass every input as an argument")
+            raise RuntimeError("tape.compile: the recording spans several tapes: f uses "
+                               "tensors recorded outside it (pass every input as an "
+                               "argument), or calls a transform such as tape.grad inside")
         if t is not None and t.functions:
             for node in t.functions.values():
                 if node.replay_args is None:

@@ -153,7 +153,7 @@ class Function:
             t.functions = {}
         t.functions[hub] = node
         if len(t.sv) >= MAX_ROWS:
-            t.seal()
+            t.roll()
         results = tuple(results)
         return results[0] if single else results
 

@@ -476,3 +476,29 @@ def test_large_rows_numpy_computes_faster_replay_bit_for_bit():
         assert all(np.array_equal(a, b) for a, b in zip(g, g0))
     small = tape.compile(lambda x: np.sum(np.tanh(x) + np.log1p(x * x)), np.linspace(-1, 1, 100))
     assert next(reversed(small.variants.values())).straight
+
+
+def test_a_long_recording_stays_on_one_tape(monkeypatch):
+    """Past MAX_ROWS rows an eager run rolls over to a new tape; a compiled recording does not
+    (its replay sweeps one tape), so loops of any length compile. MAX_ROWS is lowered to 500
+    here (W1's 14,000 rows would otherwise need 75x the steps)."""
+    import tape._record
+    import tape._tape
+    import tape._tensor
+    import tape.function
+
+    for module in (tape._record, tape._tape, tape._tensor, tape.function):
+        monkeypatch.setattr(module, "MAX_ROWS", 500)
+    w = WORKLOADS["lorenz"]
+    args = w.inputs()
+    x = tape.tensor(args[0], requires_grad=True)
+    eager_loss = w.loss(x)
+    assert len(list(tape._tape.linked_tapes([eager_loss._tape]))) > 20  # eager rolled over
+    cf = tape.compile(w.loss, *args)
+    v = next(reversed(cf.variants.values()))
+    assert len(v.A.sv) > 14000 and not v.t.links
+    p = args[0] * 1.01
+    value, g = cf.value_and_grad(p)
+    value0, g0 = _eager(w.loss, (p,), 0)
+    _close(value, value0)
+    _close(g, g0, rtol=1e-10)
