@@ -514,6 +514,9 @@ class _Variant:
         sha, shb, shy = t.escapes[c]
         a = np.reshape(t.value(sa), sha)
         fn = _ESCAPE_VALUE[TABLE[A.code[c]].name]
+        if fn is np.matmul and A.is_array[c]:  # straight into the row's buffer: no temporary
+            np.matmul(a, np.reshape(t.value(sb), shb), out=np.reshape(t.av[t.side_of[c]], shy))
+            return
         y = fn(a) if sb < 0 else fn(a, np.reshape(t.value(sb), shb))
         if A.is_array[c]:
             np.copyto(t.av[t.side_of[c]], np.reshape(y, np.shape(t.av[t.side_of[c]])))
