@@ -40,11 +40,12 @@ def test_workloads_replay_equals_eager(name):
     moved = list(args)
     for i in w.argnums:  # new values of the same shapes
         moved[i] = np.asarray(args[i]) * (1.0 + 0.01 * rng.normal(size=np.shape(args[i])))
-    for a in (args, moved):
-        v, g = cf.value_and_grad(*a)
+    for a in (args, moved):  # bit for bit: the same formulas, sums in NumPy's order, and
+        v, g = cf.value_and_grad(*a)  # NumPy's own ufunc where its loop differs (large tanh)
         v0, g0 = _eager(w.loss, a, w.argnums)
-        _close(v, v0)
-        _close(g, g0, rtol=1e-10)
+        assert v == v0
+        g, g0 = (g, g0) if isinstance(g, tuple) else ((g,), (g0,))
+        assert all(np.array_equal(x, y) for x, y in zip(g, g0))
     assert cf.stats()["recordings"] == 1
 
 
