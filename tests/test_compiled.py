@@ -15,6 +15,19 @@ from workloads import WORKLOADS  # noqa: E402
 from test_function import Cube  # noqa: E402
 
 
+def _numpy_simd_math():
+    """NumPy computes float64 exp/log with its own SIMD loops on AVX-512 machines; elsewhere
+    (this machine class: AVX2) it calls libm, as the jitted sweeps do."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # another NumPy layout: assume the worst
+        return True
+    return bool(__cpu_features__.get("AVX512F"))
+
+
+NUMPY_SIMD_MATH = _numpy_simd_math()
+
+
 def _eager(f, args, argnums):
     return tape.value_and_grad(f, argnums=argnums)(*args)
 
@@ -43,6 +56,10 @@ def test_workloads_replay_equals_eager(name):
     for a in (args, moved):  # bit for bit: the same formulas, sums in NumPy's order, and
         v, g = cf.value_and_grad(*a)  # NumPy's own ufunc where its loop differs (large tanh)
         v0, g0 = _eager(w.loss, a, w.argnums)
+        if NUMPY_SIMD_MATH:  # NumPy's own exp/log loops: the jitted libm ones differ by ulps
+            _close(v, v0)
+            _close(g, g0, rtol=1e-10)
+            continue
         assert v == v0
         g, g0 = (g, g0) if isinstance(g, tuple) else ((g,), (g0,))
         assert all(np.array_equal(x, y) for x, y in zip(g, g0))
@@ -472,6 +489,10 @@ def test_large_rows_numpy_computes_faster_replay_bit_for_bit():
         assert any(c not in v.escapes for c in v.cuts)
         value, g = cf.value_and_grad(*args)
         value0, g0 = _eager(w.loss, args, w.argnums)
+        if NUMPY_SIMD_MATH:  # W3's exp: NumPy's own loop there
+            _close(value, value0)
+            _close(g, g0, rtol=1e-10)
+            continue
         assert value == value0
         g, g0 = (g, g0) if isinstance(g, tuple) else ((g,), (g0,))
         assert all(np.array_equal(a, b) for a, b in zip(g, g0))
