@@ -75,7 +75,7 @@ class CompiledTape:
 
     def value_and_grad(self, *args):
         """``(f(*args), gradient)`` for scalar f: forward sweep, reverse sweep (one jitted call
-        when the recording has no guards and no BLAS or linalg rows)."""
+        when the forward sweep needs no stop for Python: see ``_Variant.straight``)."""
         v = self._variant(args, defer=True)
         grads = v.gradient(self.nums, forward=v.deferred)
         value = v.output()
@@ -344,15 +344,15 @@ class _Variant:
 
     @property
     def straight(self):
-        """Nothing to check or run in Python between the sweeps (no guards, no escape rows):
-        forward and reverse can be one jitted call."""
+        """Nothing to check or run in Python during or after the forward sweep (no guards, no
+        ``cuts``): forward and reverse can be one jitted call."""
         return self.t is not None and not self.cuts and not self.guards \
             and self.out._tape is self.t
 
     @property
     def cuts(self):
         """Rows where the forward sweep stops for Python: escape rows, Function hubs, and large
-        rows that NumPy computes faster (``NUMPY_FORWARD``)."""
+        rows that NumPy computes faster (``_NUMPY_FORWARD_CODES``)."""
         cuts = self.__dict__.get("_cuts")
         if cuts is None:
             t, A = self.t, self.A
