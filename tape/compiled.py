@@ -107,15 +107,47 @@ class CompiledTape:
         return v.output(), v.tangent(self.nums, tangents)
 
     def hvp(self, args, v):
-        """Exact Hessian-vector product of scalar f at `args` with `v` (one per argnum), by
-        reverse over forward over the replayed recording. The forward rules run as recorded
-        tensor operations (Python per op): slower than a replayed gradient."""
-        from . import autograd, forward_ad
-        from ._state import enable_grad
+        """Exact Hessian-vector product of scalar f at `args` with `v` (one per argnum).
 
+        With f at hand, by forward over reverse through a compiled gradient: the first call
+        records ``grad(f)`` once (its backward as recorded operations, about as long as a few
+        slow HVPs), every call then replays it with the jitted forward and tangent sweeps (W1:
+        0.3 ms against 180 ms). A tape loaded without f, or calling custom Functions, takes
+        reverse over forward over the replayed recording, whose forward rules run in Python."""
         vs = v if isinstance(v, (tuple, list)) else (v,)
         if len(vs) != len(self.nums):
             raise ValueError(f"hvp: {len(self.nums)} vectors expected (one per argnum)")
+        if self.f is not None and not any(x.t is not None and x.t.functions
+                                          for x in self.variants.values()):
+            return self._hvp_compiled(tuple(args), vs)
+        return self._hvp_recorded(tuple(args), vs)
+
+    def _hvp_compiled(self, args, vs):
+        gt = self.__dict__.get("_grad_tape")
+        if gt is None:
+            from .functional import grad
+
+            f, argnums = self.f, self.argnums
+
+            def gradient(*a):
+                g = grad(f, argnums=argnums)(*a)
+                if isinstance(argnums, int):
+                    return g
+                return _concat([g_i.reshape(-1) if hasattr(g_i, "reshape") else g_i for g_i in g])
+
+            gt = self._grad_tape = CompiledTape(gradient, args, argnums, self.max_variants)
+        _, hv = gt.jvp(args, vs)
+        if isinstance(self.argnums, int):
+            return hv
+        shapes = [np.shape(_raw(_as_input(args[i]))) for i in self.nums]
+        sizes = [int(np.prod(sh)) for sh in shapes]
+        parts = np.split(np.reshape(hv, -1), np.cumsum(sizes)[:-1])
+        return tuple(np.reshape(p, sh) if sh else float(p[0]) for p, sh in zip(parts, shapes))
+
+    def _hvp_recorded(self, args, vs):
+        from . import autograd, forward_ad
+        from ._state import enable_grad
+
         var = self._variant(tuple(args))
         if var.t is None or var.out._tape is None:
             out = [np.zeros(var.shapes[i]) for i in self.nums]
@@ -635,6 +667,13 @@ def _sweep():
     if not _SWEEP:
         _SWEEP.append(jit.sweep)
     return _SWEEP[0]
+
+
+def _concat(parts):
+    """np.concatenate of 1-D tensors and 0-d values (a float argnum's gradient)."""
+    from . import numpy as tnp
+
+    return tnp.concatenate([tnp.reshape(p, (1,)) if np.ndim(p) == 0 else p for p in parts])
 
 
 def _raw(a):

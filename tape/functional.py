@@ -14,15 +14,24 @@ from ._tensor import Tensor, _LeafMeta
 
 
 class _FreshTape:
-    """Record the wrapped call on a tape of its own, in grad mode."""
+    """Record the wrapped call on a tape of its own, in grad mode. Inside a tape.compile
+    recording (a guard log is active and a transform already runs) a nested transform records
+    on the same tape instead: a replay sweeps one tape, and within one tape no link can point
+    the wrong way (fresh input rows still keep each nested derivative to its own use)."""
 
     def __enter__(self):
         self.prev = state.tape, state.grad
-        state.tape, state.grad = None, True
+        self.shared = state.guards is not None and state.transforms > 0
+        if not self.shared:
+            state.tape = None
+        state.grad = True
         state.transforms += 1
 
     def __exit__(self, *exc):
         state.transforms -= 1
+        if self.shared:
+            state.grad = self.prev[1]
+            return False
         recorded = state.tape is not None
         if recorded:
             state.tape.seal()

@@ -524,3 +524,51 @@ def test_a_long_recording_stays_on_one_tape(monkeypatch):
     value0, g0 = _eager(w.loss, (p,), 0)
     _close(value, value0)
     _close(g, g0, rtol=1e-10)
+
+
+def test_nested_transforms_compile():
+    """tape.compile of a function that calls transforms (grad, hessian, jacfwd(grad), jvp)
+    records them on one tape and replays them: jit(grad(f)) and friends."""
+    def f(x):
+        return np.sum(np.sin(x) * x ** 2) + np.prod(x[:2])
+
+    x0, x1 = np.array([0.3, -1.2, 2.0]), np.array([0.5, 0.7, -1.1])
+    u = np.array([1.0, -0.5, 0.25])
+    cases = [(lambda x: tape.grad(f)(x), tape.grad(f)),
+             (lambda x: tape.hessian(f)(x), tape.hessian(f)),
+             (lambda x: tape.jacfwd(tape.grad(f))(x), tape.hessian(f)),
+             (lambda x: tape.jvp(f, (x,), (u,))[1], lambda x: tape.jvp(f, (x,), (u,))[1])]
+    for g, ref in cases:
+        cg = tape.compile(g, x0)
+        for x in (x0, x1):
+            _close(cg(x), ref(x), rtol=1e-12)
+        assert cg.stats()["recordings"] == 1
+    cg = tape.compile(lambda x: tape.grad(f)(x), x0)  # its jvp is a Hessian-vector product
+    _close(cg.jvp((x1,), (u,))[1], tape.hessian(f)(x1) @ u, rtol=1e-12)
+
+
+def test_hvp_through_a_compiled_gradient():
+    """cf.hvp replays a compiled gradient in tangent mode; it equals the recorded-rules path
+    (used for tapes loaded without f), with one or several argnums and a float argument."""
+    def f(x, s, c):
+        y = x
+        for _ in range(20):
+            y = y + 0.1 * (s * np.sin(y) - c * y * y)
+        return np.sum(y * y) * s
+
+    x, s, c = np.array([0.3, -0.4, 0.8]), 1.3, 0.2
+    for argnums, v in ((0, np.array([1.0, 2.0, -1.0])), ((0, 1), (np.array([1.0, 0.5, 0.0]), 2.0))):
+        cf = tape.compile(f, x, s, c, argnums=argnums)
+        for point in ((x, s, c), (x * 1.1, s * 0.9, c)):
+            fast = cf.hvp(point, v)
+            slow = cf._hvp_recorded(point, v if isinstance(v, tuple) else (v,))
+            _close(fast, slow, rtol=1e-11)
+        assert cf._grad_tape.stats()["recordings"] == 1
+
+
+def test_hvp_of_a_loaded_tape_without_f(tmp_path):
+    cf = tape.compile(lambda x: np.sum(np.exp(x) * x), np.array([0.1, 0.2]))
+    cf.save(tmp_path / "t.npz")
+    loaded = tape.load(tmp_path / "t.npz")
+    x, v = np.array([0.3, -0.2]), np.array([1.0, 2.0])
+    _close(loaded.hvp((x,), v), cf.hvp((x,), v), rtol=1e-12)
