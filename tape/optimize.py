@@ -20,13 +20,18 @@ from .jacobians import _hvps, _Recorded
 class Objective:
     """A scalar function of a parameter vector ``f(x, *args)`` for scipy.optimize.
 
-    Counters ``nfev``, ``nhvp`` tell how often tapejit ran.
+    Counters ``nfev``, ``nhvp`` tell how often tapejit ran. With ``replay=True``, f is compiled
+    (``tape.compile``) at the first point: every later value and gradient is a replay, and
+    Hessian-vector products replay a compiled gradient (see ``CompiledTape.hvp``). That pays
+    when f runs many small operations; a value read in Python inside f becomes a guard.
     """
 
-    def __init__(self, f, *args):
+    def __init__(self, f, *args, replay=False):
         self.f = f
         self.args = args
-        self._vg = value_and_grad(f)
+        self.replay = replay
+        self._cf = None  # the CompiledTape, with replay
+        self._vg = value_and_grad(f) if not replay else self._replayed
         self._last = None  # (x, value, gradient) of the latest evaluation
         self._rec = None  # (x, recording of f at x) for Hessian-vector products
         self.nfev = 0
@@ -39,6 +44,16 @@ class Objective:
             self.nfev += 1
             self._last = (x.copy(), float(value), np.asarray(g, dtype=np.float64))
         return self._last
+
+    def _compiled(self, x):
+        if self._cf is None:
+            from .compiled import compile as compile_tape
+
+            self._cf = compile_tape(self.f, x, *self.args)
+        return self._cf
+
+    def _replayed(self, x, *args):
+        return self._compiled(x).value_and_grad(x, *args)
 
     def value_and_grad(self, x):
         """``(f(x), grad f(x))``: use with ``jac=True``."""
@@ -57,6 +72,9 @@ class Objective:
         ask for many products at the same x."""
         self.nhvp += 1
         x = np.asarray(x, dtype=np.float64)
+        if self.replay:
+            return np.asarray(self._compiled(x).hvp((x, *self.args),
+                                                    np.asarray(p, dtype=np.float64)))
         if self._rec is None or not np.array_equal(self._rec[0], x):
             rec = _Recorded(lambda z: self.f(z, *self.args), (x,), "Objective.hessp")
             if rec.outs[0].size != 1:
@@ -74,14 +92,15 @@ class Objective:
 _HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
 
 
-def minimize(f, x0, args=(), method="trust-ncg", **kwargs):
+def minimize(f, x0, args=(), method="trust-ncg", replay=False, **kwargs):
     """``scipy.optimize.minimize`` of ``f(x, *args)`` with tapejit's gradient (and Hessian-vector
-    products for the methods that use them). Returns SciPy's OptimizeResult."""
+    products for the methods that use them); ``replay=True`` compiles f once (see Objective).
+    Returns SciPy's OptimizeResult."""
     try:
         from scipy.optimize import minimize as scipy_minimize
     except ImportError as e:  # pragma: no cover - scipy is installed in the test environment
         raise ImportError("tape.optimize.minimize needs SciPy: pip install scipy") from e
-    obj = Objective(f, *args)
+    obj = Objective(f, *args, replay=replay)
     kw = obj.minimize_kwargs()
     if method.lower() not in _HESSP_METHODS:
         kw.pop("hessp")
