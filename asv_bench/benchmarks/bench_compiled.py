@@ -39,6 +39,30 @@ class _Replay:
         self.loss(*self.args)
 
 
+class _Hvp:
+    """cf.hvp (a compiled gradient replayed in tangent mode; the first call, in setup, records
+    grad(f) once) beside the replayed gradient, in the same run."""
+    name = None
+    timeout = 180
+
+    def setup(self):
+        import numpy as np
+
+        w = WORKLOADS[self.name]
+        self.args = w.inputs()
+        i = w.argnums if isinstance(w.argnums, int) else w.argnums[0]
+        self.cf = tape.compile(w.loss, *self.args, argnums=i)
+        self.v = np.ones(np.shape(self.args[i]))
+        self.cf.hvp(self.args, self.v)
+        self.cf.value_and_grad(*self.args)
+
+    def time_replay_hvp(self):
+        self.cf.hvp(self.args, self.v)
+
+    def time_replay_value_and_grad(self):
+        self.cf.value_and_grad(*self.args)
+
+
 class _Hand:
     def time_handwritten_grad(self):
         self.ref(*self.args)
@@ -66,4 +90,16 @@ class ReplayW4Mlp(_Replay, _Hand):
 
 
 class ReplayW5Nbody(_Replay):
+    name = "nbody"
+
+
+class HvpW1Lorenz(_Hvp):
+    name = "lorenz"
+
+
+class HvpW2Gmm(_Hvp):
+    name = "gmm"
+
+
+class HvpW5Nbody(_Hvp):
     name = "nbody"
