@@ -546,6 +546,13 @@ def test_nested_transforms_compile():
     cg = tape.compile(lambda x: tape.grad(f)(x), x0)  # its jvp is a Hessian-vector product
     _close(cg.jvp((x1,), (u,))[1], tape.hessian(f)(x1) @ u, rtol=1e-12)
 
+    def outer(x):  # perturbation confusion would differentiate x inside the inner grad too
+        return np.sum(x * tape.grad(lambda z: np.sum(x * z))(x))  # = sum(x * x)
+
+    cg = tape.compile(lambda x: tape.grad(outer)(x), x0)
+    _close(cg(x1), 2.0 * x1, rtol=1e-14)
+    _close(tape.compile(outer, x0).grad(x1), 2.0 * x1, rtol=1e-14)
+
 
 def test_hvp_through_a_compiled_gradient():
     """cf.hvp replays a compiled gradient in tangent mode; it equals the recorded-rules path
