@@ -6,6 +6,10 @@ entry points live in the generated module ``jit._interp`` and are imported on fi
 """
 from .table import FAMILIES, OPCODE, TABLE, table_hash
 
+# need bit 4 (besides 1 and 2, operand a / b): the reverse sweep zeroes the row's adjoint once
+# swept, so that a compiled tape's arena is clean for its next call
+CLEAR = 4
+
 ENTRY_POINTS = ("data_pointers", "need_pass", "sweep")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")

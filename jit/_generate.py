@@ -39,6 +39,7 @@ import os
 import re
 import sys
 
+from . import CLEAR
 from .table import FAMILIES, HELPERS, TABLE, table_hash
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -248,7 +249,7 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
 # arena again and again; clearing what it has just read, while it is in cache, spares a pass
 # over the whole arena per call (W3: a 72 MB fill, 4.8 ms).
-CLEAR = 4
+CLEAR = {clear}
 
 
 @njit(error_model="numpy")
@@ -653,9 +654,7 @@ def prelude(header) -> str:
     text = header.format(hash=table_hash())
     text += "\n" + HELPERS.rstrip() + "\n"
     text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
-    text += f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
-    return text + BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
-                                  binary=FAMILIES.index("binary"))
+    return text + f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
 
 
 # Runs of elementwise rows over large arrays are swept block by block (numexpr-style), so that
@@ -736,9 +735,10 @@ def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
 def render() -> str:
     from ._generate_forward import render_forward  # it imports helpers from here
 
-    text = prelude(HEADER)
+    text = prelude(HEADER) + BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
+                                             binary=FAMILIES.index("binary"))
     kernels, calls = _family_kernels()
-    body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
+    body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body()).replace("{clear}", str(CLEAR))
     body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
     return text + body + "\n" + render_forward() + SWEEP
 

@@ -198,20 +198,6 @@ def _pick_fmax(a, b):
 # family code of every opcode (a frozen global inside the kernels)
 _FAMILY = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 4, 4, 4, 4, 5, 5, 6, 7, 8, 9, 9, 9, 9, 9, 9, 9], dtype=np.int64)
 
-# runs of same-size elementwise rows of at least MIN_RUN_SIZE elements go block by block
-BLOCK = 2048
-MIN_RUN_SIZE = 2 * BLOCK
-UNARY = 1
-BINARY = 2
-
-
-@njit(error_model="numpy")
-def _elementwise(code, k, S):
-    """A unary or binary array row whose operands are of its size or one element (no index
-    map): it can run on any block of its elements."""
-    fam = _FAMILY[code & 255]
-    return k >= 0 and (fam == UNARY or fam == BINARY) and (code >> 8) & 12 == 0
-
 
 @njit(error_model="numpy")
 def _apply(T, D, do, ty, tx, n, nx, k, mx, stx, IA, add):

@@ -131,6 +131,15 @@ class Tape:
             return float(self.built.sv[slot]) if self.built is not None else self.sv[slot]
         return self.av[k]
 
+    def store(self, slot, v):
+        """Write a new value of `slot` in place (compiled replay): into the row's own buffer, or
+        into sv for a 0-d value."""
+        k = self.side_of.get(slot)
+        if k is None or self.av[k] is None:
+            self.built.sv[slot] = float(v)
+        else:
+            np.copyto(self.av[k], np.reshape(v, self.av[k].shape))
+
     def roll(self):
         """Past MAX_ROWS rows: later ops go to a new tape (an eager run then keeps only the tapes
         its live tensors reach), except while tape.compile records: a replay sweeps one tape."""

@@ -35,7 +35,6 @@ from ._tensor import Tensor
 from .functional import _FreshTape
 
 LEAF = OPCODE["leaf"]
-CLEAR = 4  # need bit: the reverse kernel zeroes the row's adjoint after sweeping it
 # Large rows of these primitives are computed during replay by their NumPy ufunc, as the eager
 # path computes them (so there replay equals eager bit for bit): on 1M elements NumPy's loop
 # measured faster than the jitted libm loop by tanh 1.62x, log 1.18x, tan 1.15x, log1p 1.11x,
@@ -117,23 +116,27 @@ class CompiledTape:
         vs = v if isinstance(v, (tuple, list)) else (v,)
         if len(vs) != len(self.nums):
             raise ValueError(f"hvp: {len(self.nums)} vectors expected (one per argnum)")
-        if self.f is not None and not any(x.t is not None and x.t.functions
-                                          for x in self.variants.values()):
+        if self.f is not None and not self._calls_functions():
             return self._hvp_compiled(tuple(args), vs)
         return self._hvp_recorded(tuple(args), vs)
+
+    def _calls_functions(self):
+        """Whether a recording calls custom Functions (their ctx is per recording)."""
+        return any(v.t is not None and v.t.functions for v in self.variants.values())
 
     def _hvp_compiled(self, args, vs):
         gt = self.__dict__.get("_grad_tape")
         if gt is None:
+            from . import numpy as tnp
             from .functional import grad
 
             f, argnums = self.f, self.argnums
 
-            def gradient(*a):
+            def gradient(*a):  # one output: several argnums' gradients flattened, end to end
                 g = grad(f, argnums=argnums)(*a)
                 if isinstance(argnums, int):
                     return g
-                return _concat([g_i.reshape(-1) if hasattr(g_i, "reshape") else g_i for g_i in g])
+                return tnp.concatenate([tnp.reshape(g_i, (-1,)) for g_i in g])
 
             gt = self._grad_tape = CompiledTape(gradient, args, argnums, self.max_variants)
         _, hv = gt.jvp(args, vs)
@@ -182,7 +185,7 @@ class CompiledTape:
         """
         X = np.asarray(X, dtype=np.float64)
         i = self.nums[0]
-        if any(v.t is not None and v.t.functions for v in self.variants.values()):
+        if self._calls_functions():
             threads = 1  # a Function's ctx belongs to one recording: rows in turn
         if threads > 1 and len(X) > 1:
             values, grads = self._batch_threads(X, rest, i, int(threads))
@@ -378,8 +381,7 @@ class _Variant:
     def straight(self):
         """Nothing to check or run in Python during or after the forward sweep (no guards, no
         ``cuts``): forward and reverse can be one jitted call."""
-        return self.t is not None and not self.cuts and not self.guards \
-            and self.out._tape is self.t
+        return self.t is not None and not self.cuts and not self.guards
 
     @property
     def cuts(self):
@@ -549,11 +551,7 @@ class _Variant:
         if fn is np.matmul and A.is_array[c]:  # straight into the row's buffer: no temporary
             np.matmul(a, np.reshape(t.value(sb), shb), out=np.reshape(t.av[t.side_of[c]], shy))
             return
-        y = fn(a) if sb < 0 else fn(a, np.reshape(t.value(sb), shb))
-        if A.is_array[c]:
-            np.copyto(t.av[t.side_of[c]], np.reshape(y, np.shape(t.av[t.side_of[c]])))
-        else:
-            A.sv[c] = float(y)
+        t.store(c, fn(a) if sb < 0 else fn(a, np.reshape(t.value(sb), shb)))
 
     def output(self):
         o = self.out
@@ -584,7 +582,7 @@ class _Variant:
             # is clean for the next call; what they do not sweep is zeroed here after reading
             family = _FAMILY_OF[A.code]
             swept = (need != 0) & (family != _INPUT) & (family != _ESCAPE)
-            need[swept] |= CLEAR
+            need[swept] |= jit.CLEAR
             rest = [(int(GO[s]), int(GO[s]) + int(A.size[s]))
                     for s in np.flatnonzero(live.astype(bool) & ~swept)]
             p = self._plans[nums] = (live, need, GO, G, rest, [True])
@@ -667,13 +665,6 @@ def _sweep():
     if not _SWEEP:
         _SWEEP.append(jit.sweep)
     return _SWEEP[0]
-
-
-def _concat(parts):
-    """np.concatenate of 1-D tensors and 0-d values (a float argnum's gradient)."""
-    from . import numpy as tnp
-
-    return tnp.concatenate([tnp.reshape(p, (1,)) if np.ndim(p) == 0 else p for p in parts])
 
 
 def _raw(a):

@@ -128,7 +128,6 @@ class Function:
                 chain.append((hub, 2))
         node = FunctionNode(cls, ctx, [(i, s, _shape(args[i]._v)) for i, s in arg_slots],
                             chain, tuple(type(a) is Tensor for a in args))
-
         results = []
         out_slots = {}  # id of a forward output -> (its value, slot)
         for o in outs:
@@ -198,22 +197,12 @@ class FunctionNode:
                                    f"{_shape(v) if v is not None else type(o).__name__} on "
                                    f"replay, {shape} when recorded: a compiled tape needs the "
                                    "same shapes")
-            k = t.side_of.get(slot)
-            if k is None or t.av[k] is None:  # a 0-d value lives in sv
-                t.built.sv[slot] = float(v)
-            else:
-                np.copyto(t.av[k], np.reshape(v, t.av[k].shape))
+            t.store(slot, v)
             out_slots[id(o)] = (t.value(slot), slot)
-        if self.ctx._saved:
-            for sv in self.ctx._saved:
-                if sv is not None:
-                    sv.release()
+        self.release()  # the previous call's saved values
+        self.ctx = ctx
         if ctx._to_save is not None:
-            self.ctx = ctx
             self.save(ctx._to_save, inner, inner, out_slots, t)
-        else:
-            ctx._to_save = None
-            self.ctx = ctx
 
     def save(self, tensors, args, inner, out_slots, t):
         """Turn what forward saved into SavedVariables: arguments are saved as the caller's

@@ -29,6 +29,7 @@ from jit._interp import SIG_SWEEP, TABLE_HASH, forward_sweep, sweep
 from jit.table import OPCODE, TABLE, table_hash
 from tape.functional import _FreshTape
 
+from test_function import Cube
 from test_table import BINARY_DOMAIN, SPECIALS, UNARY_DOMAIN, _distinct, shape_and_axis
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "asv_bench", "benchmarks"))
@@ -787,17 +788,6 @@ def test_escape_rows_are_skipped_and_segments_compose():
 
 
 def test_function_rows_are_skipped():
-    class Cube(tape.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3.0 * x * x * g
-
     rng = np.random.default_rng(10)
     x = rng.uniform(-1, 1, (3,))
     rec = Replay(lambda a: np.sum(np.exp(Cube.apply(np.sin(a)))), [x], (0,))

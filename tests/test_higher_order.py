@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 
 import tape
+from test_function import Cube
 from test_table import (BINARY, BINARY_DOMAIN, BSHAPES, REDUCE, REDUCE_FUNCS, SCAN, SEEDS,
                         SETTINGS, UNARY, UNARY_DOMAIN, _distinct, _ids, shape_and_axis)
 
@@ -130,17 +131,6 @@ def test_linalg_second_derivatives():
 
 
 def test_custom_function_backward_is_differentiated():
-    class Cube(tape.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3.0 * x * x * g  # tensor operations: recorded under create_graph
-
     x = tape.tensor(np.array([0.5, -1.5]), requires_grad=True)
     (g,) = tape.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
     (h,) = tape.autograd.grad(g.sum(), x)
