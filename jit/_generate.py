@@ -40,7 +40,7 @@ import re
 import sys
 
 from . import CLEAR
-from .table import FAMILIES, HELPERS, TABLE, table_hash
+from .table import FAMILIES, HELPERS, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
 
@@ -735,7 +735,8 @@ def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
 def render() -> str:
     from ._generate_forward import render_forward  # it imports helpers from here
 
-    text = prelude(HEADER) + BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
+    text = prelude(HEADER) + "\n# vectorizable math (jit/_vmath.py)\n" + vmath_source()
+    text += BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
                                              binary=FAMILIES.index("binary"))
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body()).replace("{clear}", str(CLEAR))

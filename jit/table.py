@@ -15,7 +15,9 @@ A row names the primitive, its family and the facts its family needs:
 The opcode of a row is its index in ``TABLE``. ``_generate.py`` renders ``_interp.py`` from this
 file; ``tests/test_generated.py`` fails when the rendered file is stale. Formulas are Numba scalar
 expressions; the names they may use are the math functions imported by the generated module and
-the helpers in ``HELPERS`` below.
+the helpers in ``HELPERS`` below. A unary row may also name ``vf``, the formula its array loops use
+instead of ``f``: a branch-free kernel of ``jit/_vmath.py`` that LLVM vectorizes (within 1 ulp of
+NumPy's result; 0-d rows keep ``f``, libm).
 """
 from __future__ import annotations
 
@@ -35,10 +37,11 @@ class Prim:
     d: tuple = ()  # partial derivatives, one per operand (elementwise rows)
     vjp: object = None  # escape rows: NumPy reverse rule
     jvp: object = None  # escape rows: NumPy forward rule, batched over k tangent directions
+    vf: str = ""  # array loops' forward formula, when not f: a vectorizable kernel (jit/_vmath.py)
 
 
-def _u(name, ufunc, f, d):
-    return Prim(name, "unary", ufunc, f, (d,))
+def _u(name, ufunc, f, d, vf=""):
+    return Prim(name, "unary", ufunc, f, (d,), vf=vf)
 
 
 def _b(name, ufunc, f, da, db):
@@ -152,11 +155,11 @@ TABLE: tuple[Prim, ...] = (
     # unary elementwise: f(x), f'(x) in terms of x and y = f(x)
     _u("neg", np.negative, "-x", "-1.0"),
     _u("abs", np.absolute, "abs(x)", "_sign(x)"),
-    _u("exp", np.exp, "exp(x)", "y"),
+    _u("exp", np.exp, "exp(x)", "y", vf="_vexp(x)"),
     _u("expm1", np.expm1, "expm1(x)", "y + 1.0"),
     _u("exp2", np.exp2, "2.0 ** x", "y * LN2"),
-    _u("log", np.log, "log(x)", "1.0 / x"),
-    _u("log1p", np.log1p, "log1p(x)", "1.0 / (1.0 + x)"),
+    _u("log", np.log, "log(x)", "1.0 / x", vf="_vlog(x)"),
+    _u("log1p", np.log1p, "log1p(x)", "1.0 / (1.0 + x)", vf="_vlog1p(x)"),
     _u("log2", np.log2, "log2(x)", "1.0 / (x * LN2)"),
     _u("log10", np.log10, "log10(x)", "1.0 / (x * LN10)"),
     _u("sqrt", np.sqrt, "sqrt(x)", "0.5 / y"),
@@ -171,7 +174,7 @@ TABLE: tuple[Prim, ...] = (
     _u("arctan", np.arctan, "atan(x)", "1.0 / (1.0 + x * x)"),
     _u("sinh", np.sinh, "sinh(x)", "cosh(x)"),
     _u("cosh", np.cosh, "cosh(x)", "sinh(x)"),
-    _u("tanh", np.tanh, "tanh(x)", "1.0 - y * y"),
+    _u("tanh", np.tanh, "tanh(x)", "1.0 - y * y", vf="_vtanh(x)"),
     _u("arcsinh", np.arcsinh, "asinh(x)", "1.0 / sqrt(x * x + 1.0)"),
     _u("arccosh", np.arccosh, "acosh(x)", "1.0 / sqrt(x * x - 1.0)"),
     _u("arctanh", np.arctanh, "atanh(x)", "1.0 / (1.0 - x * x)"),
@@ -337,12 +340,24 @@ def _pick_fmax(a, b):
 '''
 
 
+def vmath_source() -> str:
+    """The vectorizable math kernels that ``vf`` formulas call, as rendered into the sweeps."""
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "_vmath.py")) as fh:
+        return fh.read().split(VMATH_MARKER, 1)[1]
+
+
+VMATH_MARKER = "# ---- rendered into _interp.py below this line ----\n"
+
+
 def table_hash() -> str:
     """A short hash of everything the generated kernels depend on."""
     import hashlib
 
     h = hashlib.sha256(str(FORMAT_VERSION).encode())
     for p in TABLE:
-        h.update(repr((p.name, p.family, p.f, p.d)).encode())
+        h.update(repr((p.name, p.family, p.f, p.d) + ((p.vf,) if p.vf else ())).encode())
     h.update(HELPERS.encode())
+    h.update(vmath_source().encode())
     return h.hexdigest()[:16]

@@ -51,7 +51,10 @@ OTHER = [p for p in TABLE if p.family not in ("input", "escape", "unary", "binar
 # - cbrt: the table's formula is x ** (1/3) (pow with a rounded exponent), NumPy's array path
 #   calls cbrt: up to ~120 ulp apart for huge |x| (3 ulp on moderate x). The eager 0-d path runs
 #   the same formula, so 0-d rows agree bit for bit under the JIT.
-# - tanh: NumPy's array loop is its own SIMD tanh, the formula calls libm: up to 3-4 ulp.
+# - exp, log, log1p, tanh: array rows run the vectorized kernels of jit/_vmath.py, within 1 ulp of
+#   NumPy's loops (tests/test_vmath.py); 0-d rows call libm, as the eager 0-d path does. Without
+#   the JIT both call NumPy's scalar functions, and NumPy's SIMD tanh loop is up to 3-4 ulp from
+#   them.
 # - power: NumPy computes x ** 0.5, x ** 2 and x ** -1 with a scalar exponent as sqrt(x), x * x
 #   and 1 / x (also np.power on 0-d values, which the eager 0-d path uses for a <= 0), the
 #   formula calls pow (< 1 ulp from those): 1 ulp, and (-0.0) ** 0.5 is -0.0 in NumPy, +0.0 here.
@@ -66,7 +69,9 @@ OTHER = [p for p in TABLE if p.family not in ("input", "escape", "unary", "binar
 #   zero it returns can differ. Every other value is bit for bit.
 # - matmul: NumPy calls BLAS (other order, maybe FMA): |error| <= 1e-13 |y| + 1e-14 K max|a| max|b|.
 # - escape rows: computed by the test driver with NumPy on the recorded shapes (same bound).
-ULPS = {"cbrt": 128, "tanh": 4, "power": 1, "hypot": 1}
+VECTOR_ULPS = {p.name: 1 for p in TABLE if p.vf}
+ULPS = {"cbrt": 128, "power": 1, "hypot": 1, **VECTOR_ULPS, "tanh": 4 if NOJIT else 1}
+SCALAR_PATH_ULPS = {} if NOJIT else {"cbrt": 0, "tanh": 0, **{k: 0 for k in VECTOR_ULPS}}
 
 
 def _ids(rows):
@@ -286,7 +291,7 @@ def test_unary_scalar_path(p, seed):
     assert rec.A.R[rec.y._slot, 3] < 0
     # the eager 0-d path runs the same formula: bit for bit under the JIT (NumPy's scalar
     # functions stand in for libm without it)
-    check_rows(rec, [dom(rng, ())], ulp={} if NOJIT else {"cbrt": 0, "tanh": 0})
+    check_rows(rec, [dom(rng, ())], ulp=SCALAR_PATH_ULPS)
 
 
 @pytest.mark.parametrize("p", UNARY, ids=_ids(UNARY))
@@ -296,7 +301,7 @@ def test_unary_special_values(p):
     check_rows(rec, [np.array(SPECIALS)])
     for v in SPECIALS:  # the 0-d path
         rec = Replay(lambda a: p.ufunc(a * 1.0), [x0[0]], (0,))
-        check_rows(rec, [v], ulp={} if NOJIT else {"cbrt": 0, "tanh": 0})
+        check_rows(rec, [v], ulp=SCALAR_PATH_ULPS)
 
 
 @pytest.mark.parametrize("p", BINARY, ids=_ids(BINARY))
