@@ -9,8 +9,11 @@ from .table import FAMILIES, OPCODE, TABLE, table_hash
 # need bit 4 (besides 1 and 2, operand a / b): the reverse sweep zeroes the row's adjoint once
 # swept, so that a compiled tape's arena is clean for its next call
 CLEAR = 4
+# need bit 8: the row's adjoint is read and written only inside the blocked run that sweeps the
+# row, so it lives in a block-sized scratch, never in the arena (set by ``local_pass``)
+LOCAL = 8
 
-ENTRY_POINTS = ("data_pointers", "need_pass", "sweep")
+ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "sweep")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 

@@ -39,7 +39,7 @@ import os
 import re
 import sys
 
-from . import CLEAR
+from . import CLEAR, LOCAL
 from .table import FAMILIES, HELPERS, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -208,10 +208,89 @@ def _reverse_run_start(R, S, need, lo, top, n):
     return s
 
 
+SIG_LOCAL_PASS = "int64(int64[:, ::1], int64[:, ::1], uint8[::1], uint8[::1], int64[:, ::1])"
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def local_pass(R, S, need, keep, bounds):
+    """Set need bit LOCAL on the rows whose adjoint never leaves the blocked run that sweeps
+    them: every row that reads the slot is in the same run, and the caller does not read or
+    seed it (keep). The reverse sweep keeps such an adjoint in a block of scratch, so it never
+    goes to memory (a run of r rows over n elements spares up to 3 r n words of traffic).
+    The runs are found as the sweep finds them, over the same segments (bounds: (lo, hi) rows
+    of each reverse_sweep call). Returns the number of local rows."""
+    n = R.shape[0]
+    run = np.full(n, -1, np.int64)  # the top row of the run that sweeps each row
+    for b in range(bounds.shape[0]):
+        lo = bounds[b, 0]
+        i = bounds[b, 1]
+        while i > lo:
+            i -= 1
+            if need[i] == 0:
+                continue
+            k = R[i, 3]
+            if k < 0:
+                continue
+            m = S[k, 0]
+            if m >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
+                s = _reverse_run_start(R, S, need, lo, i, m)
+                if s < i:
+                    for r in range(s, i + 1):
+                        run[r] = i
+                    i = s
+    local = np.zeros(n, np.uint8)
+    for r in range(n):
+        local[r] = run[r] >= 0 and need[r] != 0 and keep[r] == 0
+    for j in range(n):  # a reader outside the run keeps the slot in the arena
+        for c in (1, 2):
+            s = R[j, c]
+            if s >= 0 and local[s] and run[j] != run[s]:
+                local[s] = 0
+    count = 0
+    for r in range(n):
+        if local[r]:
+            need[r] |= LOCAL
+            count += 1
+    return count
+
+
+@njit(error_model="numpy")
+def _run_scratch(R, need, r0, r1):
+    """Scratch blocks for the local adjoints of rows r0..r1-1: block[i - r0] for row i, and
+    the number of blocks. A block is taken when the first reader of the slot is swept and
+    given back once the slot's own row is, so a run needs as many blocks as adjoints live at
+    once, not one per row."""
+    block = np.full(r1 - r0, -1, np.int64)
+    free = np.empty(r1 - r0 + 1, np.int64)
+    nfree = 0
+    nblocks = 0
+    for i in range(r1 - 1, r0 - 1, -1):
+        nd = need[i]
+        if nd == 0:
+            continue
+        for c in (1, 2, 0):  # the operands' blocks are taken before the row's own is given back
+            s = i if c == 0 else R[i, c]
+            if s >= r0 and s < r1 and need[s] & LOCAL and block[s - r0] < 0:
+                if nfree > 0:
+                    nfree -= 1
+                    block[s - r0] = free[nfree]
+                else:
+                    block[s - r0] = nblocks
+                    nblocks += 1
+        if nd & LOCAL:
+            free[nfree] = block[i - r0]
+            nfree += 1
+    return block, nblocks
+
+
 @njit(error_model="numpy")
 def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     """Rows r1-1 down to r0, block by block: each element's adjoint gets its terms in the same
-    order as row by row, so the result is the same to the bit."""
+    order as row by row, so the result is the same to the bit. Local adjoints (need bit LOCAL)
+    live in scratch blocks, addressed from G's base like the arena, and are zeroed once read."""
+    block, nblocks = _run_scratch(R, need, r0, r1)
+    scratch = np.zeros(max(nblocks, 1) * BLOCK)
+    base = (_addr(scratch) - _addr(G)) // 8  # element offset of the scratch from G's data
     for b0 in range(0, n, BLOCK):
         m = min(BLOCK, n - b0)
         for i in range(r1 - 1, r0 - 1, -1):
@@ -224,32 +303,46 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
             k = R[i, 3]
             fl = code >> 8
             pa = VA[sa]
-            ga = GO[sa]
             if not fl & 1:
                 pa += 8 * b0
-                ga += b0
+            if need[sa] & LOCAL and sa >= r0:
+                ga = base + BLOCK * block[sa - r0]
+            else:
+                ga = GO[sa]
+                if not fl & 1:
+                    ga += b0
             pb = 0
             gb = 0
             if sb >= 0:
                 pb = VA[sb]
-                gb = GO[sb]
                 if not fl & 2:
                     pb += 8 * b0
-                    gb += b0
+                if need[sb] & LOCAL and sb >= r0:
+                    gb = base + BLOCK * block[sb - r0]
+                else:
+                    gb = GO[sb]
+                    if not fl & 2:
+                        gb += b0
             py = VA[i] + 8 * b0
-            gy = GO[i] + b0
+            if nd & LOCAL:
+                gy = base + BLOCK * block[i - r0]
+            else:
+                gy = GO[i] + b0
             if _FAMILY[code & 255] == UNARY:
                 _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             else:
                 _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
-            if nd & CLEAR:  # while the block is in cache
+            if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
+    # keep the scratch alive past its last raw-address use
+    scratch[0] = 0.0
 
 
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
 # arena again and again; clearing what it has just read, while it is in cache, spares a pass
 # over the whole arena per call (W3: a 72 MB fill, 4.8 ms).
 CLEAR = {clear}
+LOCAL = {local}
 
 
 @njit(error_model="numpy")
@@ -740,6 +833,7 @@ def render() -> str:
                                              binary=FAMILIES.index("binary"))
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body()).replace("{clear}", str(CLEAR))
+    body = body.replace("{local}", str(LOCAL))
     body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
     return text + body + "\n" + render_forward() + SWEEP
 

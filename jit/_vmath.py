@@ -89,7 +89,7 @@ _T11 = 1.0048053928129499e-05
 _T12 = -1.6408599646831444e-06
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", fastmath={"contract"})
 def _vexp(x):
     t = x * _INV_LN2 + _SHIFT
     kf = t - _SHIFT  # the integer nearest x / ln2
@@ -107,7 +107,7 @@ def _vexp(x):
     return x if x != x else y
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", fastmath={"contract"})
 def _vlog_core(u, c, k0):
     """log(u * 2^-k0) + c / u for a positive normal u (c: a correction far below u's ulp)."""
     b = _bits(u) + (0x3ff0000000000000 - _SQRT_HALF_BITS)
@@ -123,7 +123,7 @@ def _vlog_core(u, c, k0):
     return kf * _LN2_HI + (f - (hfsq - (s * (hfsq + R) + (kf * _LN2_LO + c / u))))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", fastmath={"contract"})
 def _vlog1p(x):
     u = 1.0 + x  # 0 or at least 2^-53 (normal) for x >= -1
     c = x - (u - 1.0)  # the rounding error of 1 + x
@@ -134,7 +134,7 @@ def _vlog1p(x):
     return x if (x != x or x == 0.0) else y  # NaN, and the sign of a zero
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", fastmath={"contract"})
 def _vlog(x):
     sub = x < 2.2250738585072014e-308  # subnormal: scale into the normal range first
     u = x * 18014398509481984.0 if sub else x  # 2^54
@@ -145,7 +145,7 @@ def _vlog(x):
     return x if x != x else y
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", fastmath={"contract"})
 def _vtanh(x):
     a = abs(x)
     z = a * a

@@ -212,12 +212,30 @@ def arena(A, mask):
     return GO, np.zeros(n + int(sizes.sum()))
 
 
+def segment_bounds(n, cuts, dropped):
+    """(lo, hi) of each jitted reverse sweep between the `cuts` (rows, descending): a cut row
+    is swept with the segment below it unless it is in `dropped` (an escape row: its reverse
+    rule runs in NumPy). Blocked runs never cross a bound, so ``jit.local_pass`` needs these."""
+    out, hi = [], n
+    for c in cuts:
+        out.append((c + 1, hi))
+        hi = c if c in dropped else c + 1
+    out.append((0, hi))
+    return out
+
+
+def reverse_cuts(t, need, hooked=(), hubs=()):
+    """Where the reverse sweep stops for Python, and which of those rows Python sweeps itself."""
+    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
+    return cuts, {c for c in cuts if c in t.escapes and need[c]}
+
+
 def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
     """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
     `hubs`. `has` marks the slots that hold an adjoint in G."""
-    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
+    cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
     def sweep(lo, hi):
@@ -226,10 +244,10 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
     unpacker = _Unpacker(t, A, need) if t.packed else None
     if unpacker is not None:
         sweep = unpacker.wrap(sweep)
-    hi = len(A.sv)
-    for c in cuts:
-        sweep(c + 1, hi)
-        hi = c + 1
+    for (lo, hi), c in zip(segment_bounds(len(A.sv), cuts, dropped), cuts + [None]):
+        sweep(lo, hi)
+        if c is None:
+            break
         if c in hooked:
             h = t.hooks[c]
             o = GO[c]
@@ -239,12 +257,10 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
                 h.grad = g.copy() if h.grad is None else h.grad + g
         if c in hubs:
             _run_function(t.functions[c], A, G, GO, has, need)
-        if c in t.escapes and need[c]:
+        if c in dropped:
             if unpacker is not None:
                 unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
             _run_escape(t, A, c, G, GO, need[c])
-            hi = c
-    sweep(0, hi)
 
 
 def adjoint(A, G, GO, slot, shape):

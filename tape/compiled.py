@@ -29,7 +29,7 @@ import jit
 from jit.table import FAMILIES, OPCODE, TABLE
 
 from . import _guards, _persist
-from ._backward import adjoint, arena, sweep_segments
+from ._backward import arena, reverse_cuts, segment_bounds, sweep_segments
 from ._state import state
 from ._tensor import Tensor
 from .functional import _FreshTape
@@ -578,7 +578,15 @@ class _Variant:
             live = np.zeros(n, np.uint8)
             need = np.zeros(n, np.uint8)
             jit.need_pass(A.R, src, root, live, need)
-            GO, G = arena(A, live)
+            stored = live
+            if not self.t.functions:  # (a Function's rule reads and writes the arena in Python)
+                # adjoints that never leave their blocked run stay in scratch, not in the arena
+                keep = root.copy()
+                cuts, dropped = reverse_cuts(self.t, need)
+                bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
+                if jit.local_pass(A.R, A.S, need, keep, bounds):
+                    stored = live & ((need & jit.LOCAL) == 0)
+            GO, G = arena(A, stored)
             # the kernels zero the adjoint of every row they sweep (need bit 4), so the arena
             # is clean for the next call; what they do not sweep is zeroed here after reading
             family = _FAMILY_OF[A.code]
@@ -626,8 +634,9 @@ class _Variant:
             if slot is None or not live[slot]:
                 out.append(np.zeros(shape))
             else:
-                g = adjoint(A, G, GO, slot, shape)
-                out.append(np.array(g, copy=True) if shape else np.float64(g))
+                o = GO[slot]  # one copy: the arena is reused by the next call
+                g = G[o:o + A.size[slot]].reshape(shape)
+                out.append(g.copy() if shape else np.float64(g))
         for lo, hi in rest:
             G[lo:hi] = 0.0
         dirty[0] = False

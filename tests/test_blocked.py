@@ -18,6 +18,7 @@ import jit
 import tape
 import tape.numpy as tnp
 from jit import _interp
+from tape._backward import arena
 
 BLOCK = _interp.BLOCK
 SIZES = st.sampled_from([2 * BLOCK, 2 * BLOCK + 1, 3 * BLOCK - 7, 5 * BLOCK + 3])
@@ -83,9 +84,11 @@ def _sweeps(f, args):
     for i in range(rows):
         _interp.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, i, i + 1)
     single = values()
-    # reverse: the same, from the same seed
-    live, need, GO, G = v._plan((0, 1, 2))[:4]
-    need = need & 3  # without the replay's clearing bit, so every adjoint can be compared
+    # reverse: the same, from the same seed, into an arena holding every adjoint (the replay's
+    # own keeps its run-local ones in scratch)
+    live, need = v._plan((0, 1, 2))[:2]
+    need = need & 3  # without the replay's clearing and local bits: every adjoint compared
+    GO, G = arena(A, live)
     out = v.out._slot
 
     def reverse(row_by_row):
@@ -98,7 +101,19 @@ def _sweeps(f, args):
             jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, rows)
         return G.copy()
 
-    return blocked, single, reverse(False), reverse(True), A, need
+    g_single = reverse(True)
+    # the replay itself (local adjoints in scratch) against the row-by-row input adjoints
+    replayed = cf.grad(*args)
+    for i, g in zip(v.slots, replayed):
+        if i is None or not live[i]:  # an input the output does not depend on
+            assert not np.any(g)
+        else:
+            assert np.array_equal(np.reshape(g, -1), G_of(g_single, GO, A, i), equal_nan=True)
+    return blocked, single, reverse(False), g_single, A, need
+
+
+def G_of(G, GO, A, slot):
+    return G[GO[slot]:GO[slot] + A.size[slot]]
 
 
 def _longest_runs(A, need):
@@ -202,3 +217,85 @@ def test_replay_leaves_its_arena_clean():
     eager = tape.grad(f, argnums=(0, 1, 2))(x, y, 0.5)
     for a, b in zip(first, eager):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def _local_rows(cf, nums=(0,)):
+    v = next(reversed(cf.variants.values()))
+    need = v._plan(nums)[1]
+    return v, set(np.flatnonzero(need & jit.LOCAL).tolist())
+
+
+def test_run_local_adjoints_stay_out_of_the_arena():
+    """W3's chain: every adjoint the run makes and reads itself is local (need bit LOCAL), the
+    add that the sum reads is not; the arena holds only x's and the add's adjoints."""
+    n = 3 * BLOCK + 5
+    x = np.random.default_rng(3).normal(size=n)
+    cf = tape.compile(lambda x: tnp.sum(tnp.tanh(x) * tnp.exp(-x * x) + tnp.log1p(x * x)), x)
+    v, local = _local_rows(cf)
+    A = v.A
+    add = int(A.R[v.out._slot, 1])
+    rows = set(range(1, add))
+    assert local == rows
+    G = v._plan((0,))[3]
+    assert G.size == len(A.sv) + 2 * n
+    g = cf.grad(x)
+    g0 = tape.grad(lambda x: tnp.sum(tnp.tanh(x) * tnp.exp(-x * x) + tnp.log1p(x * x)))(x)
+    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(cf.grad(x), g)  # the scratch is clean for the next call
+
+
+def test_adjoints_read_outside_the_run_are_not_local():
+    """A value read again after the run (by a reduction, by a later run of another size, or as
+    the output a vjp seeds) keeps its adjoint in the arena; the gradients match eager."""
+    n = 2 * BLOCK + 3
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=n), rng.normal(size=n)
+
+    def f(x, y):
+        u = tnp.tanh(x) * y  # u: read by the run and by the sum below
+        w = tnp.sin(u) + u * u
+        return tnp.sum(w) + tnp.sum(u) * 0.5 + tnp.sum(tnp.reshape(w, (-1,))[:7])
+
+    cf = tape.compile(f, x, y, argnums=(0, 1))
+    v, local = _local_rows(cf, (0, 1))
+    A = v.A
+    readers = {}
+    for j in range(len(A.sv)):
+        for s in A.R[j, 1:3]:
+            readers.setdefault(int(s), []).append(j)
+    assert local and all(max(readers[s]) < v.out._slot for s in local)
+    g, g0 = cf.grad(x, y), tape.grad(f, argnums=(0, 1))(x, y)
+    for a, b in zip(g, g0):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+    def h(x):  # an array output inside a run: its adjoint is the seed
+        return tnp.tanh(x) * 2.0 + x
+
+    ch = tape.compile(h, x)
+    cot = rng.normal(size=n)
+    _, local = _local_rows(ch)
+    assert next(reversed(ch.variants.values())).out._slot not in local
+    np.testing.assert_allclose(ch.vjp(x)[1](cot),
+                               cot * (2.0 * (1.0 - np.tanh(x) ** 2) + 1.0), rtol=1e-13)
+
+
+def test_runs_between_blas_rows():
+    """Escape rows cut the reverse sweep into segments; runs and local adjoints are found per
+    segment, as the sweep finds them."""
+    n = 64 * 128
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=n)
+    W = rng.normal(size=(128, 16)) / 10
+
+    def f(x, W):
+        u = tnp.exp(tnp.tanh(x) * 0.5) * x
+        m = tnp.matmul(tnp.reshape(u, (64, 128)), W)  # a BLAS row between two runs
+        z = tnp.reshape(tnp.tanh(tnp.matmul(m, tnp.transpose(W))), (-1,))
+        return tnp.sum(tnp.log1p(z * z) * u + z)
+
+    cf = tape.compile(f, x, W, argnums=(0, 1))
+    v, local = _local_rows(cf, (0, 1))
+    assert v.escapes and local
+    g, g0 = cf.grad(x, W), tape.grad(f, argnums=(0, 1))(x, W)
+    for a, b in zip(g, g0):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
