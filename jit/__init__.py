@@ -12,8 +12,12 @@ CLEAR = 4
 # need bit 8: the row's adjoint is read and written only inside the blocked run that sweeps the
 # row, so it lives in a block-sized scratch, never in the arena (set by ``local_pass``)
 LOCAL = 8
+# need bit 16, on a full sum that closes a forward run: when one call sweeps the whole tape both
+# ways, the run's reverse is done inside its forward, block by block, from a unit seed, and the
+# reverse sweep only scales the result by the sum's adjoint (set by ``seed_pass``)
+SEEDED = 16
 
-ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "sweep")
+ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "sweep")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 

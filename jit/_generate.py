@@ -39,8 +39,8 @@ import os
 import re
 import sys
 
-from . import CLEAR, LOCAL
-from .table import FAMILIES, HELPERS, TABLE, table_hash, vmath_source
+from . import CLEAR, LOCAL, SEEDED
+from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
 
@@ -338,11 +338,118 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     scratch[0] = 0.0
 
 
+SIG_SEED_PASS = "int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1])"
+
+
+@njit(error_model="numpy")
+def _full_sum_of(R, S, IA, e, top, n):
+    """Row e sums all n elements of row top into one."""
+    k = R[e, 3]
+    if (R[e, 0] & 255) != SUM or R[e, 1] != top or k < 0:
+        return False
+    iat = S[k, 1]
+    return IA[iat] == 1 and IA[iat + 1] == n and IA[iat + 2] == 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def seed_pass(R, S, IA, need, keep):
+    """Set need bit SEEDED on each full sum that closes a forward run whose reverse can run
+    inside its forward: the sum is the only reader of the run's last row, every other row of
+    the run is read inside the run only, no operand is a needed one-element one, and no row
+    after the sum reads an operand whose adjoint the run makes. Then, block by block, the
+    forward sweeps the run's rows back from a unit seed, with values and adjoints in scratch,
+    and leaves the run's input adjoints for the unit seed in the arena; the reverse sweep
+    scales them by the sum's adjoint (the sweep is linear in it). Only a call that sweeps the
+    whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
+    (their adjoints must be in the arena: run it before local_pass). Returns the count."""
+    rows = R.shape[0]
+    last = np.full(rows, -1, np.int64)  # the last row that reads each slot
+    for j in range(rows):
+        for c in (1, 2):
+            s = R[j, c]
+            if s >= 0:
+                last[s] = j
+    count = 0
+    i = -1
+    while i < rows - 1:
+        i += 1
+        k = R[i, 3]
+        if k < 0:
+            continue
+        n = S[k, 0]
+        if n < MIN_RUN_SIZE or not _elementwise(R[i, 0], k, S):
+            continue
+        e = _forward_run_end(R, S, i, rows, n)
+        r0 = i
+        i = e - 1
+        if e < r0 + 2 or e >= rows or not _full_sum_of(R, S, IA, e, e - 1, n):
+            continue
+        if (need[e] & 1) == 0 or keep[e - 1]:
+            continue
+        ok = last[e - 1] == e
+        for r in range(r0, e):
+            if not ok:
+                break
+            if r < e - 1 and (last[r] >= e or keep[r]):
+                ok = False  # read after the run, or read by the caller
+            fl = R[r, 0] >> 8
+            for c in (1, 2):
+                s = R[r, c]
+                if s < 0 or s >= r0 or (need[r] & c) == 0:
+                    continue
+                if fl & c or last[s] > e or keep[s]:
+                    ok = False  # a needed one-element operand, or one read after the sum
+        if ok:
+            need[e] |= SEEDED
+            count += 1
+            for r in range(r0, e):  # the forward writes these adjoints to the arena
+                for c in (1, 2):
+                    s = R[r, c]
+                    if s >= 0 and s < r0 and need[r] & c:
+                        keep[s] = 1
+    return count
+
+
+@njit(error_model="numpy")
+def _reverse_seeded(R, S, GO, G, need, e):
+    """The reverse of the full sum at row e and of the seeded run it closes: the forward left
+    each run input's adjoint for a unit seed in the arena; scale it by the sum's adjoint.
+    Returns the run's first row."""
+    g = G[GO[e]]
+    if need[e] & CLEAR:
+        G[GO[e]] = 0.0
+    top = e - 1
+    n = S[R[top, 3], 0]
+    r0 = top
+    while r0 > 0 and _elementwise(R[r0 - 1, 0], R[r0 - 1, 3], S) and S[R[r0 - 1, 3], 0] == n:
+        r0 -= 1
+    if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
+        return r0
+    pG = _addr(G)
+    for r in range(r0, e):
+        for c in (1, 2):
+            s = R[r, c]
+            if s < 0 or s >= r0 or (need[r] & c) == 0:
+                continue
+            seen = False  # scale each input once
+            for q in range(r0, r + 1):
+                for d in (1, 2):
+                    if (q < r or d < c) and R[q, d] == s and need[q] & d:
+                        seen = True
+            if not seen:
+                o = GO[s]
+                for j in range(n):
+                    _st(pG, o + j, _ld(pG, o + j) * g)
+    return r0
+
+
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
 # arena again and again; clearing what it has just read, while it is in cache, spares a pass
 # over the whole arena per call (W3: a 72 MB fill, 4.8 ms).
 CLEAR = {clear}
 LOCAL = {local}
+SEEDED = {seeded}
+SUM = {sum}
 
 
 @njit(error_model="numpy")
@@ -353,8 +460,9 @@ def _clear(G, g0, n):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
-    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
+    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver).
+    `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``)."""
     # rows, 0-d values and adjoints by raw address: Numba's wrap-around of signed indices cost
     # ~30% of a 0-d row (W1)
     pR = _addr(R)
@@ -374,6 +482,9 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         k = _ld_word(r + 24)
         if k < 0:
 {scalar_body}
+            continue
+        if seeded and nd & SEEDED:
+            i = _reverse_seeded(R, S, GO, G, need, i)
             continue
         n = S[k, 0]
         if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
@@ -802,10 +913,12 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi):
     one call; the eager backward passes an empty forward range, a value-only replay an empty
     reverse range. One entry point also compiles each sweep once (a jitted caller of another
     cached entry point would compile it again)."""
+    rows = R.shape[0]
+    seeded = flo == 0 and fhi == rows and rlo == 0 and rhi == rows  # (see seed_pass)
     if fhi > flo:
-        _forward_rows(R, S, VA, sv, IA, FA, flo, fhi)
+        _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded)
     if rhi > rlo:
-        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi)
+        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded)
 
 
 # placeholders for the range a call leaves empty
@@ -833,7 +946,8 @@ def render() -> str:
                                              binary=FAMILIES.index("binary"))
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body()).replace("{clear}", str(CLEAR))
-    body = body.replace("{local}", str(LOCAL))
+    body = body.replace("{local}", str(LOCAL)).replace("{seeded}", str(SEEDED))
+    body = body.replace("{sum}", str(OPCODE["sum"]))
     body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
     return text + body + "\n" + render_forward() + SWEEP
 

@@ -107,10 +107,76 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
                 _forward_binary(code, m, 0, pa, pb, py, IA, W)
 
 
+@njit(error_model="numpy")
+def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
+    """Rows r0..r1-1 block by block, forward and then back from a unit seed on the last row
+    (the full sum after the run reads it: seed_pass). Values and adjoints of the run's rows
+    live in scratch, so only the last row's value and the inputs' adjoints reach memory."""
+    nr = r1 - r0
+    top = r1 - 1
+    vals = np.empty(nr * BLOCK)
+    adj = np.zeros(nr * BLOCK)
+    pv = _addr(vals)
+    pG = _addr(G)
+    base = (_addr(adj) - pG) // 8  # element offset of the adjoint scratch from G's data
+    for b0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - b0)
+        for i in range(r0, r1):
+            code = R[i, 0]
+            fl = code >> 8
+            pa = _run_value(R[i, 1], fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(R[i, 2], fl & 2, VA, pv, r0, r1, b0)
+            py = VA[i] + 8 * b0 if i == top else pv + 8 * BLOCK * (i - r0)
+            if _FAMILY[code & 255] == UNARY:
+                _forward_unary(code, m, 0, pa, pb, py, IA, W)
+            else:
+                _forward_binary(code, m, 0, pa, pb, py, IA, W)
+        gt = base + BLOCK * (top - r0)
+        for j in range(m):
+            _st(pG, gt + j, 1.0)
+        for i in range(top, r0 - 1, -1):
+            nd = need[i]
+            if (nd & 3) == 0:
+                continue
+            code = R[i, 0]
+            sa = R[i, 1]
+            sb = R[i, 2]
+            k = R[i, 3]
+            fl = code >> 8
+            pa = _run_value(sa, fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(sb, fl & 2, VA, pv, r0, r1, b0)
+            py = VA[i] + 8 * b0 if i == top else pv + 8 * BLOCK * (i - r0)
+            ga = base + BLOCK * (sa - r0) if sa >= r0 else GO[sa] + b0
+            gb = 0
+            if sb >= 0:
+                gb = base + BLOCK * (sb - r0) if sb >= r0 else GO[sb] + b0
+            gy = base + BLOCK * (i - r0)
+            if _FAMILY[code & 255] == UNARY:
+                _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            else:
+                _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            _clear(G, gy, m)  # for the next block
+    # keep the scratch alive past its last raw-address use
+    vals[0] = 0.0
+    adj[0] = 0.0
+
+
+@njit(error_model="numpy")
+def _run_value(s, one, VA, pv, r0, r1, b0):
+    """Address of operand slot s's values for the block at b0 of a seeded run: scratch for the
+    run's rows, the arena otherwise (a one-element operand at its start)."""
+    if s < 0:
+        return 0
+    if s >= r0 and s < r1 - 1:
+        return pv + 8 * BLOCK * (s - r0)
+    return VA[s] if one else VA[s] + 8 * b0
+
+
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
-def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
+def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
-    skipped: their values are written by the caller)."""
+    skipped: their values are written by the caller). `seeded`: the call sweeps the whole tape
+    both ways, so runs closed by a SEEDED sum also sweep their reverse (``_forward_seeded_run``)."""
     # scratch for operands broadcast through an index map (2 per element), allocated once:
     # growing it inside the loop would make Numba refcount it on every row
     m = 1
@@ -137,7 +203,10 @@ def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
         if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
             e = _forward_run_end(R, S, i, hi, n)
             if e > i + 1:
-                _forward_run(R, S, VA, IA, W, i, e, n)
+                if seeded and e < hi and need[e] & SEEDED:
+                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n)
+                else:
+                    _forward_run(R, S, VA, IA, W, i, e, n)
                 i = e - 1
                 continue
         iat = S[k, 1]

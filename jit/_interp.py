@@ -1185,11 +1185,118 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     scratch[0] = 0.0
 
 
+SIG_SEED_PASS = "int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1])"
+
+
+@njit(error_model="numpy")
+def _full_sum_of(R, S, IA, e, top, n):
+    """Row e sums all n elements of row top into one."""
+    k = R[e, 3]
+    if (R[e, 0] & 255) != SUM or R[e, 1] != top or k < 0:
+        return False
+    iat = S[k, 1]
+    return IA[iat] == 1 and IA[iat + 1] == n and IA[iat + 2] == 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def seed_pass(R, S, IA, need, keep):
+    """Set need bit SEEDED on each full sum that closes a forward run whose reverse can run
+    inside its forward: the sum is the only reader of the run's last row, every other row of
+    the run is read inside the run only, no operand is a needed one-element one, and no row
+    after the sum reads an operand whose adjoint the run makes. Then, block by block, the
+    forward sweeps the run's rows back from a unit seed, with values and adjoints in scratch,
+    and leaves the run's input adjoints for the unit seed in the arena; the reverse sweep
+    scales them by the sum's adjoint (the sweep is linear in it). Only a call that sweeps the
+    whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
+    (their adjoints must be in the arena: run it before local_pass). Returns the count."""
+    rows = R.shape[0]
+    last = np.full(rows, -1, np.int64)  # the last row that reads each slot
+    for j in range(rows):
+        for c in (1, 2):
+            s = R[j, c]
+            if s >= 0:
+                last[s] = j
+    count = 0
+    i = -1
+    while i < rows - 1:
+        i += 1
+        k = R[i, 3]
+        if k < 0:
+            continue
+        n = S[k, 0]
+        if n < MIN_RUN_SIZE or not _elementwise(R[i, 0], k, S):
+            continue
+        e = _forward_run_end(R, S, i, rows, n)
+        r0 = i
+        i = e - 1
+        if e < r0 + 2 or e >= rows or not _full_sum_of(R, S, IA, e, e - 1, n):
+            continue
+        if (need[e] & 1) == 0 or keep[e - 1]:
+            continue
+        ok = last[e - 1] == e
+        for r in range(r0, e):
+            if not ok:
+                break
+            if r < e - 1 and (last[r] >= e or keep[r]):
+                ok = False  # read after the run, or read by the caller
+            fl = R[r, 0] >> 8
+            for c in (1, 2):
+                s = R[r, c]
+                if s < 0 or s >= r0 or (need[r] & c) == 0:
+                    continue
+                if fl & c or last[s] > e or keep[s]:
+                    ok = False  # a needed one-element operand, or one read after the sum
+        if ok:
+            need[e] |= SEEDED
+            count += 1
+            for r in range(r0, e):  # the forward writes these adjoints to the arena
+                for c in (1, 2):
+                    s = R[r, c]
+                    if s >= 0 and s < r0 and need[r] & c:
+                        keep[s] = 1
+    return count
+
+
+@njit(error_model="numpy")
+def _reverse_seeded(R, S, GO, G, need, e):
+    """The reverse of the full sum at row e and of the seeded run it closes: the forward left
+    each run input's adjoint for a unit seed in the arena; scale it by the sum's adjoint.
+    Returns the run's first row."""
+    g = G[GO[e]]
+    if need[e] & CLEAR:
+        G[GO[e]] = 0.0
+    top = e - 1
+    n = S[R[top, 3], 0]
+    r0 = top
+    while r0 > 0 and _elementwise(R[r0 - 1, 0], R[r0 - 1, 3], S) and S[R[r0 - 1, 3], 0] == n:
+        r0 -= 1
+    if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
+        return r0
+    pG = _addr(G)
+    for r in range(r0, e):
+        for c in (1, 2):
+            s = R[r, c]
+            if s < 0 or s >= r0 or (need[r] & c) == 0:
+                continue
+            seen = False  # scale each input once
+            for q in range(r0, r + 1):
+                for d in (1, 2):
+                    if (q < r or d < c) and R[q, d] == s and need[q] & d:
+                        seen = True
+            if not seen:
+                o = GO[s]
+                for j in range(n):
+                    _st(pG, o + j, _ld(pG, o + j) * g)
+    return r0
+
+
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
 # arena again and again; clearing what it has just read, while it is in cache, spares a pass
 # over the whole arena per call (W3: a 72 MB fill, 4.8 ms).
 CLEAR = 4
 LOCAL = 8
+SEEDED = 16
+SUM = 42
 
 
 @njit(error_model="numpy")
@@ -1200,8 +1307,9 @@ def _clear(G, g0, n):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
-    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver)."""
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
+    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver).
+    `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``)."""
     # rows, 0-d values and adjoints by raw address: Numba's wrap-around of signed indices cost
     # ~30% of a 0-d row (W1)
     pR = _addr(R)
@@ -1374,6 +1482,9 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
                     _st(pG, sa, _ld(pG, sa) + (g * (_pick_fmax(-a, -b))))
                 if nd & 2:
                     _st(pG, sb, _ld(pG, sb) + (g * (_pick_fmax(-b, -a))))
+            continue
+        if seeded and nd & SEEDED:
+            i = _reverse_seeded(R, S, GO, G, need, i)
             continue
         n = S[k, 0]
         if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
@@ -1824,10 +1935,76 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
                 _forward_binary(code, m, 0, pa, pb, py, IA, W)
 
 
+@njit(error_model="numpy")
+def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
+    """Rows r0..r1-1 block by block, forward and then back from a unit seed on the last row
+    (the full sum after the run reads it: seed_pass). Values and adjoints of the run's rows
+    live in scratch, so only the last row's value and the inputs' adjoints reach memory."""
+    nr = r1 - r0
+    top = r1 - 1
+    vals = np.empty(nr * BLOCK)
+    adj = np.zeros(nr * BLOCK)
+    pv = _addr(vals)
+    pG = _addr(G)
+    base = (_addr(adj) - pG) // 8  # element offset of the adjoint scratch from G's data
+    for b0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - b0)
+        for i in range(r0, r1):
+            code = R[i, 0]
+            fl = code >> 8
+            pa = _run_value(R[i, 1], fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(R[i, 2], fl & 2, VA, pv, r0, r1, b0)
+            py = VA[i] + 8 * b0 if i == top else pv + 8 * BLOCK * (i - r0)
+            if _FAMILY[code & 255] == UNARY:
+                _forward_unary(code, m, 0, pa, pb, py, IA, W)
+            else:
+                _forward_binary(code, m, 0, pa, pb, py, IA, W)
+        gt = base + BLOCK * (top - r0)
+        for j in range(m):
+            _st(pG, gt + j, 1.0)
+        for i in range(top, r0 - 1, -1):
+            nd = need[i]
+            if (nd & 3) == 0:
+                continue
+            code = R[i, 0]
+            sa = R[i, 1]
+            sb = R[i, 2]
+            k = R[i, 3]
+            fl = code >> 8
+            pa = _run_value(sa, fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(sb, fl & 2, VA, pv, r0, r1, b0)
+            py = VA[i] + 8 * b0 if i == top else pv + 8 * BLOCK * (i - r0)
+            ga = base + BLOCK * (sa - r0) if sa >= r0 else GO[sa] + b0
+            gb = 0
+            if sb >= 0:
+                gb = base + BLOCK * (sb - r0) if sb >= r0 else GO[sb] + b0
+            gy = base + BLOCK * (i - r0)
+            if _FAMILY[code & 255] == UNARY:
+                _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            else:
+                _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            _clear(G, gy, m)  # for the next block
+    # keep the scratch alive past its last raw-address use
+    vals[0] = 0.0
+    adj[0] = 0.0
+
+
+@njit(error_model="numpy")
+def _run_value(s, one, VA, pv, r0, r1, b0):
+    """Address of operand slot s's values for the block at b0 of a seeded run: scratch for the
+    run's rows, the arena otherwise (a one-element operand at its start)."""
+    if s < 0:
+        return 0
+    if s >= r0 and s < r1 - 1:
+        return pv + 8 * BLOCK * (s - r0)
+    return VA[s] if one else VA[s] + 8 * b0
+
+
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
-def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
+def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
-    skipped: their values are written by the caller)."""
+    skipped: their values are written by the caller). `seeded`: the call sweeps the whole tape
+    both ways, so runs closed by a SEEDED sum also sweep their reverse (``_forward_seeded_run``)."""
     # scratch for operands broadcast through an index map (2 per element), allocated once:
     # growing it inside the loop would make Numba refcount it on every row
     m = 1
@@ -1972,7 +2149,10 @@ def _forward_rows(R, S, VA, sv, IA, FA, lo, hi):
         if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
             e = _forward_run_end(R, S, i, hi, n)
             if e > i + 1:
-                _forward_run(R, S, VA, IA, W, i, e, n)
+                if seeded and e < hi and need[e] & SEEDED:
+                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n)
+                else:
+                    _forward_run(R, S, VA, IA, W, i, e, n)
                 i = e - 1
                 continue
         iat = S[k, 1]
@@ -2013,10 +2193,12 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi):
     one call; the eager backward passes an empty forward range, a value-only replay an empty
     reverse range. One entry point also compiles each sweep once (a jitted caller of another
     cached entry point would compile it again)."""
+    rows = R.shape[0]
+    seeded = flo == 0 and fhi == rows and rlo == 0 and rhi == rows  # (see seed_pass)
     if fhi > flo:
-        _forward_rows(R, S, VA, sv, IA, FA, flo, fhi)
+        _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded)
     if rhi > rlo:
-        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi)
+        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded)
 
 
 # placeholders for the range a call leaves empty

@@ -582,6 +582,8 @@ class _Variant:
             if not self.t.functions:  # (a Function's rule reads and writes the arena in Python)
                 # adjoints that never leave their blocked run stay in scratch, not in the arena
                 keep = root.copy()
+                if self.straight:  # runs closed by a sum: their reverse inside their forward
+                    jit.seed_pass(A.R, A.S, A.IA, need, keep)
                 cuts, dropped = reverse_cuts(self.t, need)
                 bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
                 if jit.local_pass(A.R, A.S, need, keep, bounds):
