@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: demo test bench bench-full bench-smoke bench-torch bench-history bench-compare compare warmup \
+.PHONY: demo test bench bench-full bench-smoke bench-torch bench-jax bench-history bench-compare compare warmup \
 	generate clean
 
 $(VENV)/.installed-%: pyproject.toml
@@ -54,6 +54,19 @@ bench-torch:
 		$(TORCH_PYTHON) -m asv machine --yes >/dev/null && \
 		OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 		$(TORCH_PYTHON) -m asv run --python=same --bench bench_workloads --show-stderr
+
+# The compiled-replay benchmarks beside JAX's jit (W2-W4) in one asv run, inside a throwaway
+# virtualenv that has jax (tapejit installed there editable; jax stays out of .venv).
+JAX_PYTHON ?= /tmp/peerenv/bin/python
+
+bench-jax:
+	$(JAX_PYTHON) -m pip install --quiet -e . asv jax
+	$(JAX_PYTHON) -m jit.warmup
+	cd asv_bench && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(JAX_PYTHON) -m asv machine --yes >/dev/null && \
+		OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(JAX_PYTHON) -m asv run --python=same --show-stderr \
+		--bench "bench_compiled|W[234][A-Za-z]*Jax"
 
 # Performance history (docs/benchmarking.md): the last N commits of BRANCH, each built and installed
 # by asv into a virtualenv (asv_bench/asv.history.conf.json; PyPI needed once for numba/numpy),

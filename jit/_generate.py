@@ -357,9 +357,10 @@ def seed_pass(R, S, IA, need, keep):
     inside its forward: the sum is the only reader of the run's last row, every other row of
     the run is read inside the run only, no operand is a needed one-element one, and no row
     after the sum reads an operand whose adjoint the run makes. Then, block by block, the
-    forward sweeps the run's rows back from a unit seed, with values and adjoints in scratch,
-    and leaves the run's input adjoints for the unit seed in the arena; the reverse sweep
-    scales them by the sum's adjoint (the sweep is linear in it). Only a call that sweeps the
+    forward computes the run's rows, the block's share of the sum, and the rows back from a
+    unit seed, with values and adjoints in scratch (``_forward_seeded_run``), and leaves the
+    run's input adjoints for the unit seed in the arena; the reverse sweep scales them by the
+    sum's adjoint (the sweep is linear in it). Only a call that sweeps the
     whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
     (their adjoints must be in the arena: run it before local_pass). Returns the count."""
     rows = R.shape[0]

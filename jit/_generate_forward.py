@@ -109,9 +109,11 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
 
 @njit(error_model="numpy")
 def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
-    """Rows r0..r1-1 block by block, forward and then back from a unit seed on the last row
-    (the full sum after the run reads it: seed_pass). Values and adjoints of the run's rows
-    live in scratch, so only the last row's value and the inputs' adjoints reach memory."""
+    """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
+    rows forward, the sum's share of the block, then the rows back from a unit seed on the last
+    one. Values and adjoints of the run's rows live in scratch, so only the inputs' adjoints
+    reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
+    from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel."""
     nr = r1 - r0
     top = r1 - 1
     vals = np.empty(nr * BLOCK)
@@ -119,18 +121,30 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
     pv = _addr(vals)
     pG = _addr(G)
     base = (_addr(adj) - pG) // 8  # element offset of the adjoint scratch from G's data
-    for b0 in range(0, n, BLOCK):
-        m = min(BLOCK, n - b0)
+    starts = np.empty(n // 64 + 2, np.int64)  # pairwise leaves: at most 128, at least 64 long
+    nleaves = _pairwise_leaves(n, starts)
+    starts[nleaves] = n
+    leaf_sums = np.empty(max(nleaves, 1))
+    q = 0
+    while q < nleaves:
+        b0 = starts[q]
+        e = q + 1  # leaves of this block: q..e-1
+        while e < nleaves and starts[e + 1] - b0 <= BLOCK:
+            e += 1
+        m = starts[e] - b0
         for i in range(r0, r1):
             code = R[i, 0]
             fl = code >> 8
             pa = _run_value(R[i, 1], fl & 1, VA, pv, r0, r1, b0)
             pb = _run_value(R[i, 2], fl & 2, VA, pv, r0, r1, b0)
-            py = VA[i] + 8 * b0 if i == top else pv + 8 * BLOCK * (i - r0)
+            py = pv + 8 * BLOCK * (i - r0)
             if _FAMILY[code & 255] == UNARY:
                 _forward_unary(code, m, 0, pa, pb, py, IA, W)
             else:
                 _forward_binary(code, m, 0, pa, pb, py, IA, W)
+        pt = pv + 8 * BLOCK * (top - r0)
+        for leaf in range(q, e):
+            leaf_sums[leaf] = _pairwise(pt, starts[leaf] - b0, starts[leaf + 1] - starts[leaf])
         gt = base + BLOCK * (top - r0)
         for j in range(m):
             _st(pG, gt + j, 1.0)
@@ -145,7 +159,7 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             fl = code >> 8
             pa = _run_value(sa, fl & 1, VA, pv, r0, r1, b0)
             pb = _run_value(sb, fl & 2, VA, pv, r0, r1, b0)
-            py = VA[i] + 8 * b0 if i == top else pv + 8 * BLOCK * (i - r0)
+            py = pv + 8 * BLOCK * (i - r0)
             ga = base + BLOCK * (sa - r0) if sa >= r0 else GO[sa] + b0
             gb = 0
             if sb >= 0:
@@ -156,9 +170,85 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             else:
                 _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             _clear(G, gy, m)  # for the next block
+        q = e
+    _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
     # keep the scratch alive past its last raw-address use
     vals[0] = 0.0
     adj[0] = 0.0
+
+
+@njit(error_model="numpy")
+def _pairwise_leaves(n, starts):
+    """The first element of each leaf of ``_pairwise(p, 0, n)``'s recursion (its runs of at
+    most 128 elements), in order, into starts; returns their count. (A loop over a stack:
+    recursion inside the sweep's compile unit crashed it.)"""
+    stack = np.empty((64, 2), np.int64)  # (offset, length) still to split, the next on top
+    stack[0, 0] = 0
+    stack[0, 1] = n
+    top = 1
+    count = 0
+    while top > 0:
+        top -= 1
+        off = stack[top, 0]
+        m = stack[top, 1]
+        if m <= 128:
+            if m > 0:
+                starts[count] = off
+                count += 1
+            continue
+        m2 = m // 2
+        m2 -= m2 % 8
+        stack[top, 0] = off + m2  # the right half after the left one
+        stack[top, 1] = m - m2
+        stack[top + 1, 0] = off
+        stack[top + 1, 1] = m2
+        top += 2
+    return count
+
+
+@njit(error_model="numpy")
+def _pairwise_combine(n, leaf_sums):
+    """``_pairwise`` of n elements from the sums of its leaves, in order: the same additions in
+    the same order (a post-order walk of the recursion's tree with an explicit stack)."""
+    if n == 0:
+        return 0.0
+    size = np.empty(64, np.int64)  # frames: the length split, and its left sum once known
+    left = np.empty(64)
+    state = np.zeros(64, np.int64)  # 0: left half next, 1: right half next
+    size[0] = n
+    depth = 0
+    leaf = 0
+    value = 0.0
+    ready = False  # value holds the sum of the frame just finished
+    while True:
+        if ready:
+            if depth == 0:
+                return value
+            depth -= 1
+            if state[depth] == 0:
+                left[depth] = value
+                state[depth] = 1
+                m2 = size[depth] // 2
+                m2 -= m2 % 8
+                size[depth + 1] = size[depth] - m2
+                state[depth + 1] = 0
+                depth += 1
+                ready = False
+            else:
+                value = left[depth] + value
+            continue
+        m = size[depth]
+        if m <= 128:
+            value = leaf_sums[leaf]
+            leaf += 1
+            ready = True
+            continue
+        m2 = m // 2
+        m2 -= m2 % 8
+        size[depth + 1] = m2
+        state[depth + 1] = 0
+        state[depth] = 0
+        depth += 1
 
 
 @njit(error_model="numpy")
@@ -167,7 +257,7 @@ def _run_value(s, one, VA, pv, r0, r1, b0):
     run's rows, the arena otherwise (a one-element operand at its start)."""
     if s < 0:
         return 0
-    if s >= r0 and s < r1 - 1:
+    if s >= r0 and s < r1:
         return pv + 8 * BLOCK * (s - r0)
     return VA[s] if one else VA[s] + 8 * b0
 
@@ -203,10 +293,11 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
         if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
             e = _forward_run_end(R, S, i, hi, n)
             if e > i + 1:
-                if seeded and e < hi and need[e] & SEEDED:
+                if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
                     _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n)
-                else:
-                    _forward_run(R, S, VA, IA, W, i, e, n)
+                    i = e
+                    continue
+                _forward_run(R, S, VA, IA, W, i, e, n)
                 i = e - 1
                 continue
         iat = S[k, 1]
