@@ -82,6 +82,15 @@ def _forward_run_end(R, S, lo, hi, n):
 
 
 @njit(error_model="numpy")
+def _forward_elementwise(code, n, pa, pb, py, IA, W):
+    """The values of one unary or binary row over n elements (the rows of a run)."""
+    if _FAMILY[code & 255] == UNARY:
+        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+    else:
+        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+
+
+@njit(error_model="numpy")
 def _forward_run(R, S, VA, IA, W, r0, r1, n):
     """Rows r0..r1-1 block by block: each row reads what the rows before it wrote into the
     block while it is still in cache. Every element gets the same arithmetic as row by row."""
@@ -101,10 +110,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
                 if not fl & 2:
                     pb += 8 * b0
             py = VA[i] + 8 * b0
-            if _FAMILY[code & 255] == UNARY:
-                _forward_unary(code, m, 0, pa, pb, py, IA, W)
-            else:
-                _forward_binary(code, m, 0, pa, pb, py, IA, W)
+            _forward_elementwise(code, m, pa, pb, py, IA, W)
 
 
 @njit(error_model="numpy")
@@ -138,10 +144,7 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             pa = _run_value(R[i, 1], fl & 1, VA, pv, r0, r1, b0)
             pb = _run_value(R[i, 2], fl & 2, VA, pv, r0, r1, b0)
             py = pv + 8 * BLOCK * (i - r0)
-            if _FAMILY[code & 255] == UNARY:
-                _forward_unary(code, m, 0, pa, pb, py, IA, W)
-            else:
-                _forward_binary(code, m, 0, pa, pb, py, IA, W)
+            _forward_elementwise(code, m, pa, pb, py, IA, W)
         pt = pv + 8 * BLOCK * (top - r0)
         for leaf in range(q, e):
             leaf_sums[leaf] = _pairwise(pt, starts[leaf] - b0, starts[leaf + 1] - starts[leaf])
@@ -165,10 +168,7 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             if sb >= 0:
                 gb = base + BLOCK * (sb - r0) if sb >= r0 else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
-            if _FAMILY[code & 255] == UNARY:
-                _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
-            else:
-                _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             _clear(G, gy, m)  # for the next block
         q = e
     _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value

@@ -1149,36 +1149,19 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
             sb = R[i, 2]
             k = R[i, 3]
             fl = code >> 8
-            pa = VA[sa]
-            if not fl & 1:
-                pa += 8 * b0
-            if need[sa] & LOCAL and sa >= r0:
-                ga = base + BLOCK * block[sa - r0]
-            else:
-                ga = GO[sa]
-                if not fl & 1:
-                    ga += b0
+            pa = VA[sa] if fl & 1 else VA[sa] + 8 * b0
+            ga = _run_adjoint(sa, fl & 1, GO, need, block, base, r0, b0)
             pb = 0
             gb = 0
             if sb >= 0:
-                pb = VA[sb]
-                if not fl & 2:
-                    pb += 8 * b0
-                if need[sb] & LOCAL and sb >= r0:
-                    gb = base + BLOCK * block[sb - r0]
-                else:
-                    gb = GO[sb]
-                    if not fl & 2:
-                        gb += b0
+                pb = VA[sb] if fl & 2 else VA[sb] + 8 * b0
+                gb = _run_adjoint(sb, fl & 2, GO, need, block, base, r0, b0)
             py = VA[i] + 8 * b0
             if nd & LOCAL:
                 gy = base + BLOCK * block[i - r0]
             else:
                 gy = GO[i] + b0
-            if _FAMILY[code & 255] == UNARY:
-                _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
-            else:
-                _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
     # keep the scratch alive past its last raw-address use
@@ -1289,6 +1272,24 @@ def _reverse_seeded(R, S, GO, G, need, e):
                 for j in range(n):
                     _st(pG, o + j, _ld(pG, o + j) * g)
     return r0
+
+
+@njit(error_model="numpy")
+def _run_adjoint(s, one, GO, need, block, base, r0, b0):
+    """Offset from G's data of operand slot s's adjoint for the block at b0 of a reverse run:
+    its scratch block when local, else the arena (a one-element operand at its start)."""
+    if need[s] & LOCAL and s >= r0:
+        return base + BLOCK * block[s - r0]
+    return GO[s] if one else GO[s] + b0
+
+
+@njit(error_model="numpy")
+def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """The reverse of one unary or binary row over n elements (the rows of a run)."""
+    if _FAMILY[code & 255] == UNARY:
+        _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+    else:
+        _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
@@ -1911,6 +1912,15 @@ def _forward_run_end(R, S, lo, hi, n):
 
 
 @njit(error_model="numpy")
+def _forward_elementwise(code, n, pa, pb, py, IA, W):
+    """The values of one unary or binary row over n elements (the rows of a run)."""
+    if _FAMILY[code & 255] == UNARY:
+        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+    else:
+        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+
+
+@njit(error_model="numpy")
 def _forward_run(R, S, VA, IA, W, r0, r1, n):
     """Rows r0..r1-1 block by block: each row reads what the rows before it wrote into the
     block while it is still in cache. Every element gets the same arithmetic as row by row."""
@@ -1930,10 +1940,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
                 if not fl & 2:
                     pb += 8 * b0
             py = VA[i] + 8 * b0
-            if _FAMILY[code & 255] == UNARY:
-                _forward_unary(code, m, 0, pa, pb, py, IA, W)
-            else:
-                _forward_binary(code, m, 0, pa, pb, py, IA, W)
+            _forward_elementwise(code, m, pa, pb, py, IA, W)
 
 
 @njit(error_model="numpy")
@@ -1967,10 +1974,7 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             pa = _run_value(R[i, 1], fl & 1, VA, pv, r0, r1, b0)
             pb = _run_value(R[i, 2], fl & 2, VA, pv, r0, r1, b0)
             py = pv + 8 * BLOCK * (i - r0)
-            if _FAMILY[code & 255] == UNARY:
-                _forward_unary(code, m, 0, pa, pb, py, IA, W)
-            else:
-                _forward_binary(code, m, 0, pa, pb, py, IA, W)
+            _forward_elementwise(code, m, pa, pb, py, IA, W)
         pt = pv + 8 * BLOCK * (top - r0)
         for leaf in range(q, e):
             leaf_sums[leaf] = _pairwise(pt, starts[leaf] - b0, starts[leaf + 1] - starts[leaf])
@@ -1994,10 +1998,7 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             if sb >= 0:
                 gb = base + BLOCK * (sb - r0) if sb >= r0 else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
-            if _FAMILY[code & 255] == UNARY:
-                _reverse_unary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
-            else:
-                _reverse_binary(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             _clear(G, gy, m)  # for the next block
         q = e
     _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
