@@ -73,6 +73,7 @@ _L6 = 1.531383769920937332e-01
 _L7 = 1.479819860511658591e-01
 _SQRT_HALF_BITS = 0x3fe6a09e667f3bcd  # sqrt(2) / 2: m is scaled into [sqrt(2)/2, sqrt(2))
 _MANTISSA = 0x000fffffffffffff
+_SIGN = -0x8000000000000000  # the sign bit, as an int64
 # tanh(x) = x + x^3 g(x^2) for |x| < 0.75; relative error of g below 7.2e-17
 _T0 = -0.3333333333333333
 _T1 = 0.13333333333332661
@@ -90,7 +91,8 @@ _T12 = -1.6408599646831444e-06
 
 
 @njit(error_model="numpy", fastmath={"contract"})
-def _vexp(x):
+def _exp_parts(x):
+    """exp(x) = p * 2^k, p in [sqrt(2)/2, sqrt(2)], for finite x of moderate size."""
     t = x * _INV_LN2 + _SHIFT
     kf = t - _SHIFT  # the integer nearest x / ln2
     k = _bits(t) - _SHIFT_BITS
@@ -99,7 +101,12 @@ def _vexp(x):
     r = hi - lo
     z = r * r
     c = r - z * (_E1 + z * (_E2 + z * (_E3 + z * (_E4 + z * _E5))))
-    p = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
+    return 1.0 - ((lo - (r * c) / (2.0 - c)) - hi), k
+
+
+@njit(error_model="numpy", fastmath={"contract"})
+def _vexp(x):
+    p, k = _exp_parts(x)
     k1 = k >> 1  # 2^k in two normal factors, so a subnormal result is rounded once
     y = p * _from_bits((k1 + 1023) << 52) * _from_bits((k - k1 + 1023) << 52)
     y = np.inf if x > 709.782712893384 else y
@@ -163,10 +170,12 @@ def _vtanh(x):
     g = g * z + _T1
     g = g * z + _T0
     small = a + a * (z * g)
-    big = 1.0 - 2.0 / (_vexp(2.0 * a) + 1.0)  # exp overflows to inf past |x| ~ 355: 1.0
-    y = small if a < 0.75 else big
-    y = -y if x < 0.0 else y
-    return x if x == 0.0 else y  # the sign of a zero
+    # past |x| = 20, 2 / (exp(2|x|) + 1) < 2^-56 and the result is 1.0: exp needs no range
+    # checks below that (a NaN stays NaN: it fails the comparison)
+    p, k = _exp_parts(2.0 * (20.0 if a > 20.0 else a))
+    big = 1.0 - 2.0 / (p * _from_bits((k + 1023) << 52) + 1.0)
+    y = small if a < 0.75 else big  # >= +0.0, or NaN
+    return _from_bits(_bits(y) | (_bits(x) & _SIGN))  # x's sign, zeros included
 
 
 if config.DISABLE_JIT:  # plain Python: libm (the intrinsics above need Numba)
