@@ -1,5 +1,5 @@
 """asv benchmarks of tapejit's machinery: recording cost per op, reverse sweep cost vs tape
-length, and cold start (DESIGN.md section 13).
+length, cold start (DESIGN.md section 13), and the vectorized math kernels.
 
 Recording benchmarks time ``OPS`` ops recorded on a fresh tape (``tape.vjp`` records without
 sweeping), so microseconds per op = reported milliseconds; each has a plain Python/NumPy baseline
@@ -309,3 +309,44 @@ class HookOverhead:
 
     def time_backward_hook_per_100_rows(self):
         self.hooked.backward(retain_graph=True)
+
+
+class VectorMath:
+    """The sweeps' vectorized exp / log / log1p / tanh (jit/_vmath.py) over 1M elements, beside
+    NumPy's ufunc and a jitted loop over libm's scalar function, in the same run."""
+    params = ["exp", "log", "log1p", "tanh"]
+    param_names = ["function"]
+    timeout = 180
+
+    def setup(self, name):
+        import math
+
+        from numba import njit
+
+        from jit import _interp
+
+        def loop(f):
+            @njit(error_model="numpy")
+            def run(x, y):
+                for j in range(x.shape[0]):
+                    y[j] = f(x[j])
+            return run
+
+        x = np.random.default_rng(0).normal(size=1_000_000)
+        self.x = np.abs(x) if name.startswith("log") else x
+        self.y = np.empty_like(self.x)
+        self.ufunc = getattr(np, name)
+        self.vector = loop(getattr(_interp, "_v" + name))
+        fn = getattr(math, name)
+        self.libm = loop(njit(error_model="numpy")(lambda v: fn(v)))
+        self.vector(self.x, self.y)
+        self.libm(self.x, self.y)
+
+    def time_vectorized(self, name):
+        self.vector(self.x, self.y)
+
+    def time_libm_loop(self, name):
+        self.libm(self.x, self.y)
+
+    def time_numpy_ufunc(self, name):
+        self.ufunc(self.x, out=self.y)
