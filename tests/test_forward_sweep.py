@@ -29,6 +29,7 @@ from jit._interp import SIG_SWEEP, TABLE_HASH, forward_sweep, sweep
 from jit.table import OPCODE, TABLE, table_hash
 from tape.functional import _FreshTape
 
+from test_compiled import NUMPY_SIMD_MATH
 from test_function import Cube
 from test_table import BINARY_DOMAIN, SPECIALS, UNARY_DOMAIN, _distinct, shape_and_axis
 
@@ -69,7 +70,8 @@ OTHER = [p for p in TABLE if p.family not in ("input", "escape", "unary", "binar
 #   zero it returns can differ. Every other value is bit for bit.
 # - matmul: NumPy calls BLAS (other order, maybe FMA): |error| <= 1e-13 |y| + 1e-14 K max|a| max|b|.
 # - escape rows: computed by the test driver with NumPy on the recorded shapes (same bound).
-VECTOR_ULPS = {p.name: 1 for p in TABLE if p.vf}
+# (2 where NumPy's exp and log are its own AVX-512 loops: see tests/test_vmath.py)
+VECTOR_ULPS = {p.name: 2 if NUMPY_SIMD_MATH else 1 for p in TABLE if p.vf}
 ULPS = {"cbrt": 128, "power": 1, "hypot": 1, **VECTOR_ULPS, "tanh": 4 if NOJIT else 1}
 SCALAR_PATH_ULPS = {} if NOJIT else {"cbrt": 0, "tanh": 0, **{k: 0 for k in VECTOR_ULPS}}
 

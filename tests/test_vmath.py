@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from numba import config, njit
 
 from jit._interp import _vexp, _vlog, _vlog1p, _vtanh
+from test_compiled import NUMPY_SIMD_MATH
 
 pytestmark = pytest.mark.skipif(config.DISABLE_JIT, reason="the kernels are Numba code")
 
@@ -28,6 +29,9 @@ KERNELS = {"exp": (_loop(_vexp), np.exp), "log": (_loop(_vlog), np.log),
            "log1p": (_loop(_vlog1p), np.log1p), "tanh": (_loop(_vtanh), np.tanh)}
 # error bounds against the exact value, in ulps (measured maxima: 0.88, 0.80, 0.84, 1.04)
 MAX_ERROR = {"exp": 0.9, "log": 0.85, "log1p": 0.9, "tanh": 1.06}
+# on AVX-512 machines NumPy's exp and log are its own SIMD loops, not libm: each side may then be
+# almost 1 ulp off in opposite directions (the bounds against the exact value still hold)
+FROM_NUMPY = 2 if NUMPY_SIMD_MATH else 1
 
 
 def _apply(name, x):
@@ -77,7 +81,7 @@ def test_within_one_ulp_of_numpy(name):
     with np.errstate(all="ignore"):
         y, y0 = _apply(name, x), KERNELS[name][1](x)
     d = _ulp_distance(y, y0)
-    assert d.max() <= 1, (name, x[np.argmax(d)], y[np.argmax(d)], y0[np.argmax(d)])
+    assert d.max() <= FROM_NUMPY, (name, x[np.argmax(d)], y[np.argmax(d)], y0[np.argmax(d)])
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -90,7 +94,7 @@ def test_special_values_are_numpys(name):
     np.testing.assert_array_equal(y[exact], y0[exact])
     signed = exact & ~np.isnan(y0)  # a NaN's sign bit means nothing
     assert np.array_equal(np.signbit(y[signed]), np.signbit(y0[signed]))
-    assert _ulp_distance(y, y0).max() <= 1
+    assert _ulp_distance(y, y0).max() <= FROM_NUMPY
 
 
 @pytest.mark.skipif(not EXTENDED, reason="needs an extended long double reference")
@@ -113,7 +117,7 @@ def test_any_float_within_one_ulp(v, name):
     x = np.array([v])
     with np.errstate(all="ignore"):
         y, y0 = _apply(name, x), KERNELS[name][1](x)
-    assert _ulp_distance(y, y0)[0] <= 1, (v, y[0], y0[0])
+    assert _ulp_distance(y, y0)[0] <= FROM_NUMPY, (v, y[0], y0[0])
     if y0[0] == 0 or not np.isfinite(y0[0]):
         assert y[0] == y0[0] or (np.isnan(y[0]) and np.isnan(y0[0]))
         assert np.signbit(y[0]) == np.signbit(y0[0]) or np.isnan(y0[0])
