@@ -30,7 +30,7 @@ source that ``tape/_record.py`` runs in Python for 0-d values, so a 0-d row (inl
 dispatch loop) and each element of an array row compute what the eager 0-d path computes (bit
 for bit, except math.hypot, which is CPython's own and not libm's), but for rows whose table entry
 names a vectorizable formula ``vf``: array loops of exp, log, log1p and tanh call the branch-free
-kernels of ``jit/_vmath.py`` (within 1 ulp of NumPy's loops, 2-6x faster than libm's scalar
+kernels of ``jit/_vmath.py`` (within 1 ulp of NumPy's loops, 3-8x faster than libm's scalar
 calls, which no loop can vectorize). Array rows run one flat loop
 per primitive; an operand broadcast through an index map is first gathered into a scratch buffer,
 so each binary primitive has a single loop (contiguous operands, or a one-element operand read

@@ -38,7 +38,7 @@ LEAF = OPCODE["leaf"]
 # Large rows of these primitives are computed during replay by their NumPy ufunc, as the eager
 # path computes them: on 1M elements NumPy's loop measured faster than the jitted libm loop by
 # tan 1.15x, arccos 1.10x; the others were within 5% or slower (exp2 0.61x, sqrt 0.55x, cbrt
-# 0.84x). exp, log, log1p and tanh run vectorized kernels in the sweep (jit/_vmath.py), 2-6x
+# 0.84x). exp, log, log1p and tanh run vectorized kernels in the sweep (jit/_vmath.py), 2-9x
 # faster than NumPy's loops there, within 1 ulp of them.
 _NUMPY_FORWARD_CODES = np.array([OPCODE[n] for n in ("tan", "arccos")])
 NUMPY_FORWARD_SIZE = 4096  # elements: below, a Python stop costs more than it saves
