@@ -24,7 +24,9 @@ Arrays the reverse sweep sees (all built by ``tape/_backward.py``):
 - ``sv`` per-slot 0-d values (0.0 for array slots); a 0-d slot's adjoint is ``G[slot]``.
 - ``IA`` / ``FA`` int64 / float64 attribute arenas (shapes, index maps, masks).
 - ``need`` per-row operand bits (1: operand a needs its adjoint, 2: operand b; 4: zero the row's
-  adjoint once swept, set by compiled tapes, which reuse their arena).
+  adjoint once swept, 8: the adjoint stays in its run's scratch, 16: a full sum whose run sweeps
+  its reverse inside its forward; 4, 8 and 16 are set by compiled tapes' plans, see
+  ``jit/__init__.py``).
 
 Two things keep the loops fast. The 0-d add, subtract and multiply rows share one branchless body
 (``arithmetic_codes``): the jump to a row's body was mispredicted on scalar loops. Runs of
@@ -302,12 +304,11 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
             sb = R[i, 2]
             k = R[i, 3]
             fl = code >> 8
-            pa = VA[sa] if fl & 1 else VA[sa] + 8 * b0
+            pa = _block_value(sa, fl & 1, VA, b0)
+            pb = _block_value(sb, fl & 2, VA, b0)
             ga = _run_adjoint(sa, fl & 1, GO, need, block, base, r0, b0)
-            pb = 0
             gb = 0
             if sb >= 0:
-                pb = VA[sb] if fl & 2 else VA[sb] + 8 * b0
                 gb = _run_adjoint(sb, fl & 2, GO, need, block, base, r0, b0)
             py = VA[i] + 8 * b0
             if nd & LOCAL:
@@ -372,25 +373,20 @@ def seed_pass(R, S, IA, need, keep):
             continue
         ok = last[e - 1] == e
         for r in range(r0, e):
-            if not ok:
-                break
             if r < e - 1 and (last[r] >= e or keep[r]):
                 ok = False  # read after the run, or read by the caller
             fl = R[r, 0] >> 8
-            for c in (1, 2):
-                s = R[r, c]
-                if s < 0 or s >= r0 or (need[r] & c) == 0:
-                    continue
-                if fl & c or last[s] > e or keep[s]:
-                    ok = False  # a needed one-element operand, or one read after the sum
+            if (need[r] & 1 and fl & 1) or (need[r] & 2 and fl & 2):
+                ok = False  # a needed one-element operand
+        inputs = _run_inputs(R, need, r0, e)
+        for s in inputs:
+            if last[s] > e or keep[s]:
+                ok = False  # an input read after the sum, or by the caller
         if ok:
             need[e] |= SEEDED
             count += 1
-            for r in range(r0, e):  # the forward writes these adjoints to the arena
-                for c in (1, 2):
-                    s = R[r, c]
-                    if s >= 0 and s < r0 and need[r] & c:
-                        keep[s] = 1
+            for s in inputs:  # the forward writes these adjoints to the arena
+                keep[s] = 1
     return count
 
 
@@ -410,21 +406,30 @@ def _reverse_seeded(R, S, GO, G, need, e):
     if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
         return r0
     pG = _addr(G)
+    for s in _run_inputs(R, need, r0, e):
+        o = GO[s]
+        for j in range(n):
+            _st(pG, o + j, _ld(pG, o + j) * g)
+    return r0
+
+
+@njit(error_model="numpy")
+def _run_inputs(R, need, r0, e):
+    """The slots before row r0 whose adjoints rows r0..e-1 need, each once."""
+    out = np.empty(2 * (e - r0), np.int64)
+    count = 0
     for r in range(r0, e):
         for c in (1, 2):
             s = R[r, c]
             if s < 0 or s >= r0 or (need[r] & c) == 0:
                 continue
-            seen = False  # scale each input once
-            for q in range(r0, r + 1):
-                for d in (1, 2):
-                    if (q < r or d < c) and R[q, d] == s and need[q] & d:
-                        seen = True
+            seen = False
+            for q in range(count):
+                seen = seen or out[q] == s
             if not seen:
-                o = GO[s]
-                for j in range(n):
-                    _st(pG, o + j, _ld(pG, o + j) * g)
-    return r0
+                out[count] = s
+                count += 1
+    return out[:count]
 
 
 @njit(error_model="numpy")
@@ -882,6 +887,15 @@ def _elementwise(code, k, S):
     map): it can run on any block of its elements.\"\"\"
     fam = _FAMILY[code & 255]
     return k >= 0 and (fam == UNARY or fam == BINARY) and (code >> 8) & 12 == 0
+
+
+@njit(error_model="numpy")
+def _block_value(s, one, VA, b0):
+    \"\"\"Address of operand slot s's values for the block at element b0 of a run (a one-element
+    operand at its start; 0 for no operand).\"\"\"
+    if s < 0:
+        return 0
+    return VA[s] if one else VA[s] + 8 * b0
 """
 
 
@@ -945,11 +959,12 @@ def render() -> str:
 
     text = prelude(HEADER) + "\n# vectorizable math (jit/_vmath.py)\n" + vmath_source()
     text += BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
-                                             binary=FAMILIES.index("binary"))
+                            binary=FAMILIES.index("binary"))
     kernels, calls = _family_kernels()
-    body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body()).replace("{clear}", str(CLEAR))
-    body = body.replace("{local}", str(LOCAL)).replace("{seeded}", str(SEEDED))
-    body = body.replace("{sum}", str(OPCODE["sum"]))
+    body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
+    for name, value in (("clear", CLEAR), ("local", LOCAL), ("seeded", SEEDED),
+                        ("sum", OPCODE["sum"])):
+        body = body.replace("{" + name + "}", str(value))
     body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
     return text + body + "\n" + render_forward() + SWEEP
 

@@ -101,16 +101,9 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
             sa = R[i, 1]
             sb = R[i, 2]
             fl = code >> 8
-            pa = VA[sa]
-            if not fl & 1:
-                pa += 8 * b0
-            pb = 0
-            if sb >= 0:
-                pb = VA[sb]
-                if not fl & 2:
-                    pb += 8 * b0
-            py = VA[i] + 8 * b0
-            _forward_elementwise(code, m, pa, pb, py, IA, W)
+            pa = _block_value(sa, fl & 1, VA, b0)
+            pb = _block_value(sb, fl & 2, VA, b0)
+            _forward_elementwise(code, m, pa, pb, VA[i] + 8 * b0, IA, W)
 
 
 @njit(error_model="numpy")
@@ -255,11 +248,9 @@ def _pairwise_combine(n, leaf_sums):
 def _run_value(s, one, VA, pv, r0, r1, b0):
     """Address of operand slot s's values for the block at b0 of a seeded run: scratch for the
     run's rows, the arena otherwise (a one-element operand at its start)."""
-    if s < 0:
-        return 0
     if s >= r0 and s < r1:
         return pv + 8 * BLOCK * (s - r0)
-    return VA[s] if one else VA[s] + 8 * b0
+    return _block_value(s, one, VA, b0)
 
 
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)

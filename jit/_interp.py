@@ -367,6 +367,15 @@ def _elementwise(code, k, S):
     return k >= 0 and (fam == UNARY or fam == BINARY) and (code >> 8) & 12 == 0
 
 
+@njit(error_model="numpy")
+def _block_value(s, one, VA, b0):
+    """Address of operand slot s's values for the block at element b0 of a run (a one-element
+    operand at its start; 0 for no operand)."""
+    if s < 0:
+        return 0
+    return VA[s] if one else VA[s] + 8 * b0
+
+
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
 
 
@@ -1158,12 +1167,11 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
             sb = R[i, 2]
             k = R[i, 3]
             fl = code >> 8
-            pa = VA[sa] if fl & 1 else VA[sa] + 8 * b0
+            pa = _block_value(sa, fl & 1, VA, b0)
+            pb = _block_value(sb, fl & 2, VA, b0)
             ga = _run_adjoint(sa, fl & 1, GO, need, block, base, r0, b0)
-            pb = 0
             gb = 0
             if sb >= 0:
-                pb = VA[sb] if fl & 2 else VA[sb] + 8 * b0
                 gb = _run_adjoint(sb, fl & 2, GO, need, block, base, r0, b0)
             py = VA[i] + 8 * b0
             if nd & LOCAL:
@@ -1228,25 +1236,20 @@ def seed_pass(R, S, IA, need, keep):
             continue
         ok = last[e - 1] == e
         for r in range(r0, e):
-            if not ok:
-                break
             if r < e - 1 and (last[r] >= e or keep[r]):
                 ok = False  # read after the run, or read by the caller
             fl = R[r, 0] >> 8
-            for c in (1, 2):
-                s = R[r, c]
-                if s < 0 or s >= r0 or (need[r] & c) == 0:
-                    continue
-                if fl & c or last[s] > e or keep[s]:
-                    ok = False  # a needed one-element operand, or one read after the sum
+            if (need[r] & 1 and fl & 1) or (need[r] & 2 and fl & 2):
+                ok = False  # a needed one-element operand
+        inputs = _run_inputs(R, need, r0, e)
+        for s in inputs:
+            if last[s] > e or keep[s]:
+                ok = False  # an input read after the sum, or by the caller
         if ok:
             need[e] |= SEEDED
             count += 1
-            for r in range(r0, e):  # the forward writes these adjoints to the arena
-                for c in (1, 2):
-                    s = R[r, c]
-                    if s >= 0 and s < r0 and need[r] & c:
-                        keep[s] = 1
+            for s in inputs:  # the forward writes these adjoints to the arena
+                keep[s] = 1
     return count
 
 
@@ -1266,21 +1269,30 @@ def _reverse_seeded(R, S, GO, G, need, e):
     if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
         return r0
     pG = _addr(G)
+    for s in _run_inputs(R, need, r0, e):
+        o = GO[s]
+        for j in range(n):
+            _st(pG, o + j, _ld(pG, o + j) * g)
+    return r0
+
+
+@njit(error_model="numpy")
+def _run_inputs(R, need, r0, e):
+    """The slots before row r0 whose adjoints rows r0..e-1 need, each once."""
+    out = np.empty(2 * (e - r0), np.int64)
+    count = 0
     for r in range(r0, e):
         for c in (1, 2):
             s = R[r, c]
             if s < 0 or s >= r0 or (need[r] & c) == 0:
                 continue
-            seen = False  # scale each input once
-            for q in range(r0, r + 1):
-                for d in (1, 2):
-                    if (q < r or d < c) and R[q, d] == s and need[q] & d:
-                        seen = True
+            seen = False
+            for q in range(count):
+                seen = seen or out[q] == s
             if not seen:
-                o = GO[s]
-                for j in range(n):
-                    _st(pG, o + j, _ld(pG, o + j) * g)
-    return r0
+                out[count] = s
+                count += 1
+    return out[:count]
 
 
 @njit(error_model="numpy")
@@ -1940,16 +1952,9 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
             sa = R[i, 1]
             sb = R[i, 2]
             fl = code >> 8
-            pa = VA[sa]
-            if not fl & 1:
-                pa += 8 * b0
-            pb = 0
-            if sb >= 0:
-                pb = VA[sb]
-                if not fl & 2:
-                    pb += 8 * b0
-            py = VA[i] + 8 * b0
-            _forward_elementwise(code, m, pa, pb, py, IA, W)
+            pa = _block_value(sa, fl & 1, VA, b0)
+            pb = _block_value(sb, fl & 2, VA, b0)
+            _forward_elementwise(code, m, pa, pb, VA[i] + 8 * b0, IA, W)
 
 
 @njit(error_model="numpy")
@@ -2094,11 +2099,9 @@ def _pairwise_combine(n, leaf_sums):
 def _run_value(s, one, VA, pv, r0, r1, b0):
     """Address of operand slot s's values for the block at b0 of a seeded run: scratch for the
     run's rows, the arena otherwise (a one-element operand at its start)."""
-    if s < 0:
-        return 0
     if s >= r0 and s < r1:
         return pv + 8 * BLOCK * (s - r0)
-    return VA[s] if one else VA[s] + 8 * b0
+    return _block_value(s, one, VA, b0)
 
 
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)

@@ -21,6 +21,7 @@ NumPy's result; 0-d rows keep ``f``, libm).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -351,8 +352,10 @@ def vmath_source() -> str:
 VMATH_MARKER = "# ---- rendered into _interp.py below this line ----\n"
 
 
+@functools.lru_cache(maxsize=1)
 def table_hash() -> str:
-    """A short hash of everything the generated kernels depend on."""
+    """A short hash of everything the generated kernels depend on (the table is fixed for the
+    process: computed once, not per saved or loaded tape)."""
     import hashlib
 
     h = hashlib.sha256(str(FORMAT_VERSION).encode())
