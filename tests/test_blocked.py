@@ -378,3 +378,18 @@ def test_seeded_runs_in_batches_threads_and_loaded_tapes(tmp_path):
     loaded = tape.load(tmp_path / "w3.npz")
     v, g = loaded.value_and_grad(X[2])
     assert v == single[2][0] and np.array_equal(g, single[2][1])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 127, 128, 129, 130, 1000, 4096, 5000, 12345, 10 ** 6])
+def test_pairwise_from_leaves_is_numpys_sum(n):
+    """A seeded run sums block by block: its blocks end at the leaves of NumPy's pairwise
+    summation, and the leaf sums combined in the recursion's order give NumPy's sum, bit for
+    bit (the loops that replace the recursion: _pairwise_leaves, _pairwise_combine)."""
+    x = np.random.default_rng(n).normal(size=n)
+    starts = np.empty(n // 64 + 2, np.int64)
+    count = _interp._pairwise_leaves(n, starts)
+    starts[count] = n
+    assert count == 0 or (starts[0] == 0 and np.all(np.diff(starts[:count + 1]) <= 128))
+    leaves = np.array([_interp._pairwise(x.ctypes.data, starts[q], starts[q + 1] - starts[q])
+                       for q in range(count)] or [0.0])
+    assert 0.0 + _interp._pairwise_combine(n, leaves) == np.sum(x)
