@@ -322,7 +322,8 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     scratch[0] = 0.0
 
 
-SIG_SEED_PASS = "int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1])"
+SIG_SEED_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1], "
+                 "int64[::1])")
 
 
 @njit(error_model="numpy")
@@ -336,7 +337,7 @@ def _full_sum_of(R, S, IA, e, top, n):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def seed_pass(R, S, IA, need, keep):
+def seed_pass(R, S, IA, need, keep, first):
     """Set need bit SEEDED on each full sum that closes a forward run whose reverse can run
     inside its forward: the sum is the only reader of the run's last row, every other row of
     the run is read inside the run only, no operand is a needed one-element one, and no row
@@ -346,7 +347,8 @@ def seed_pass(R, S, IA, need, keep):
     run's input adjoints for the unit seed in the arena; the reverse sweep scales them by the
     sum's adjoint (the sweep is linear in it). Only a call that sweeps the
     whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
-    (their adjoints must be in the arena: run it before local_pass). Returns the count."""
+    (their adjoints must be in the arena: run it before local_pass), and the first row of the
+    run in first[sum]. Returns the count."""
     rows = R.shape[0]
     last = np.full(rows, -1, np.int64)  # the last row that reads each slot
     for j in range(rows):
@@ -384,6 +386,7 @@ def seed_pass(R, S, IA, need, keep):
                 ok = False  # an input read after the sum, or by the caller
         if ok:
             need[e] |= SEEDED
+            first[e] = r0
             count += 1
             for s in inputs:  # the forward writes these adjoints to the arena
                 keep[s] = 1
@@ -919,38 +922,45 @@ def write_or_check(path, text, argv, command):
 SWEEP = '''
 
 SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
-             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64, int64)")
+             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64, int64, "
+             "float64[::1])")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi):
+def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     """The one jitted entry point of both sweeps: recompute the values of rows flo..fhi-1, then
     accumulate adjoints through rows rhi-1 down to rlo. A compiled tape's value and gradient are
     one call; the eager backward passes an empty forward range, a value-only replay an empty
     reverse range. One entry point also compiles each sweep once (a jitted caller of another
-    cached entry point would compile it again)."""
+    cached entry point would compile it again).
+
+    part = (k, T, out): T = 0 for a call on its own (SEEDED sums run their reverse inside their
+    forward when the call sweeps the whole tape both ways); T >= 1 for one step of a call split
+    by a threaded driver, in which SEEDED sums always do, and worker k of T > 1 sweeps its piece
+    of one seeded run and leaves the piece's sum in out (``_forward_seeded_run``)."""
     rows = R.shape[0]
-    seeded = flo == 0 and fhi == rows and rlo == 0 and rhi == rows  # (see seed_pass)
+    seeded = part[1] > 0 or (flo == 0 and fhi == rows and rlo == 0 and rhi == rows)
     if fhi > flo:
-        _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded)
+        _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
         _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded)
 
 
-# placeholders for the range a call leaves empty
+# placeholders for the range a call leaves empty, and the part of a call on its own
 _NO_INT = np.zeros(1, np.int64)
 _NO_FLOAT = np.zeros(1)
 _NO_NEED = np.zeros(1, np.uint8)
+WHOLE = np.zeros(3)
 
 
 def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """``sweep`` with an empty forward range: adjoints through rows hi-1 down to lo."""
-    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi)
+    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi, WHOLE)
 
 
 def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
     """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place."""
-    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0)
+    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0, WHOLE)
 '''
 
 

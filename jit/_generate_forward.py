@@ -107,12 +107,15 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
 
 
 @njit(error_model="numpy")
-def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
+def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from a unit seed on the last
     one. Values and adjoints of the run's rows live in scratch, so only the inputs' adjoints
     reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
-    from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel."""
+    from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
+    With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
+    the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
+    part[2] for the caller to combine; the sum row's value is not written."""
     nr = r1 - r0
     top = r1 - 1
     vals = np.empty(nr * BLOCK)
@@ -120,9 +123,15 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
     pv = _addr(vals)
     pG = _addr(G)
     base = (_addr(adj) - pG) // 8  # element offset of the adjoint scratch from G's data
-    starts = np.empty(n // 64 + 2, np.int64)  # pairwise leaves: at most 128, at least 64 long
-    nleaves = _pairwise_leaves(n, starts)
-    starts[nleaves] = n
+    off = 0
+    size = n
+    if part[1] > 1:
+        off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
+    starts = np.empty(size // 64 + 2, np.int64)  # pairwise leaves: at most 128, at least 64 long
+    nleaves = _pairwise_leaves(size, starts)
+    for q in range(nleaves):
+        starts[q] += off
+    starts[nleaves] = off + size
     leaf_sums = np.empty(max(nleaves, 1))
     q = 0
     while q < nleaves:
@@ -164,10 +173,33 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             _clear(G, gy, m)  # for the next block
         q = e
-    _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
+    if part[1] > 1:
+        part[2] = _pairwise_combine(size, leaf_sums)  # this piece's sum
+    else:
+        _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
     # keep the scratch alive past its last raw-address use
     vals[0] = 0.0
     adj[0] = 0.0
+
+
+@njit(error_model="numpy")
+def _pairwise_piece(n, k, T):
+    """(offset, length) of piece k of T (a power of two) at depth log2(T) of ``_pairwise(p, 0,
+    n)``'s recursion, each piece longer than 128 (so that every level splits). The pieces' sums,
+    added in pairs up the tree, give the pairwise sum of all n."""
+    off = 0
+    size = n
+    while T > 1:
+        half = size // 2
+        half -= half % 8
+        T //= 2
+        if k >= T:  # the right half
+            off += half
+            size -= half
+            k -= T
+        else:
+            size = half
+    return off, size
 
 
 @njit(error_model="numpy")
@@ -254,7 +286,7 @@ def _run_value(s, one, VA, pv, r0, r1, b0):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
-def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
+def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
     skipped: their values are written by the caller). `seeded`: the call sweeps the whole tape
     both ways, so runs closed by a SEEDED sum also sweep their reverse (``_forward_seeded_run``)."""
@@ -285,7 +317,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
             e = _forward_run_end(R, S, i, hi, n)
             if e > i + 1:
                 if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n)
+                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part)
                     i = e
                     continue
                 _forward_run(R, S, VA, IA, W, i, e, n)

@@ -1185,7 +1185,8 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     scratch[0] = 0.0
 
 
-SIG_SEED_PASS = "int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1])"
+SIG_SEED_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1], "
+                 "int64[::1])")
 
 
 @njit(error_model="numpy")
@@ -1199,7 +1200,7 @@ def _full_sum_of(R, S, IA, e, top, n):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def seed_pass(R, S, IA, need, keep):
+def seed_pass(R, S, IA, need, keep, first):
     """Set need bit SEEDED on each full sum that closes a forward run whose reverse can run
     inside its forward: the sum is the only reader of the run's last row, every other row of
     the run is read inside the run only, no operand is a needed one-element one, and no row
@@ -1209,7 +1210,8 @@ def seed_pass(R, S, IA, need, keep):
     run's input adjoints for the unit seed in the arena; the reverse sweep scales them by the
     sum's adjoint (the sweep is linear in it). Only a call that sweeps the
     whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
-    (their adjoints must be in the arena: run it before local_pass). Returns the count."""
+    (their adjoints must be in the arena: run it before local_pass), and the first row of the
+    run in first[sum]. Returns the count."""
     rows = R.shape[0]
     last = np.full(rows, -1, np.int64)  # the last row that reads each slot
     for j in range(rows):
@@ -1247,6 +1249,7 @@ def seed_pass(R, S, IA, need, keep):
                 ok = False  # an input read after the sum, or by the caller
         if ok:
             need[e] |= SEEDED
+            first[e] = r0
             count += 1
             for s in inputs:  # the forward writes these adjoints to the arena
                 keep[s] = 1
@@ -1958,12 +1961,15 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n):
 
 
 @njit(error_model="numpy")
-def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
+def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from a unit seed on the last
     one. Values and adjoints of the run's rows live in scratch, so only the inputs' adjoints
     reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
-    from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel."""
+    from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
+    With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
+    the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
+    part[2] for the caller to combine; the sum row's value is not written."""
     nr = r1 - r0
     top = r1 - 1
     vals = np.empty(nr * BLOCK)
@@ -1971,9 +1977,15 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
     pv = _addr(vals)
     pG = _addr(G)
     base = (_addr(adj) - pG) // 8  # element offset of the adjoint scratch from G's data
-    starts = np.empty(n // 64 + 2, np.int64)  # pairwise leaves: at most 128, at least 64 long
-    nleaves = _pairwise_leaves(n, starts)
-    starts[nleaves] = n
+    off = 0
+    size = n
+    if part[1] > 1:
+        off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
+    starts = np.empty(size // 64 + 2, np.int64)  # pairwise leaves: at most 128, at least 64 long
+    nleaves = _pairwise_leaves(size, starts)
+    for q in range(nleaves):
+        starts[q] += off
+    starts[nleaves] = off + size
     leaf_sums = np.empty(max(nleaves, 1))
     q = 0
     while q < nleaves:
@@ -2015,10 +2027,33 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n):
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             _clear(G, gy, m)  # for the next block
         q = e
-    _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
+    if part[1] > 1:
+        part[2] = _pairwise_combine(size, leaf_sums)  # this piece's sum
+    else:
+        _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
     # keep the scratch alive past its last raw-address use
     vals[0] = 0.0
     adj[0] = 0.0
+
+
+@njit(error_model="numpy")
+def _pairwise_piece(n, k, T):
+    """(offset, length) of piece k of T (a power of two) at depth log2(T) of ``_pairwise(p, 0,
+    n)``'s recursion, each piece longer than 128 (so that every level splits). The pieces' sums,
+    added in pairs up the tree, give the pairwise sum of all n."""
+    off = 0
+    size = n
+    while T > 1:
+        half = size // 2
+        half -= half % 8
+        T //= 2
+        if k >= T:  # the right half
+            off += half
+            size -= half
+            k -= T
+        else:
+            size = half
+    return off, size
 
 
 @njit(error_model="numpy")
@@ -2105,7 +2140,7 @@ def _run_value(s, one, VA, pv, r0, r1, b0):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
-def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
+def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
     skipped: their values are written by the caller). `seeded`: the call sweeps the whole tape
     both ways, so runs closed by a SEEDED sum also sweep their reverse (``_forward_seeded_run``)."""
@@ -2254,7 +2289,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
             e = _forward_run_end(R, S, i, hi, n)
             if e > i + 1:
                 if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n)
+                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part)
                     i = e
                     continue
                 _forward_run(R, S, VA, IA, W, i, e, n)
@@ -2288,35 +2323,42 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
 
 
 SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
-             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64, int64)")
+             "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64, int64, "
+             "float64[::1])")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi):
+def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     """The one jitted entry point of both sweeps: recompute the values of rows flo..fhi-1, then
     accumulate adjoints through rows rhi-1 down to rlo. A compiled tape's value and gradient are
     one call; the eager backward passes an empty forward range, a value-only replay an empty
     reverse range. One entry point also compiles each sweep once (a jitted caller of another
-    cached entry point would compile it again)."""
+    cached entry point would compile it again).
+
+    part = (k, T, out): T = 0 for a call on its own (SEEDED sums run their reverse inside their
+    forward when the call sweeps the whole tape both ways); T >= 1 for one step of a call split
+    by a threaded driver, in which SEEDED sums always do, and worker k of T > 1 sweeps its piece
+    of one seeded run and leaves the piece's sum in out (``_forward_seeded_run``)."""
     rows = R.shape[0]
-    seeded = flo == 0 and fhi == rows and rlo == 0 and rhi == rows  # (see seed_pass)
+    seeded = part[1] > 0 or (flo == 0 and fhi == rows and rlo == 0 and rhi == rows)
     if fhi > flo:
-        _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded)
+        _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
         _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded)
 
 
-# placeholders for the range a call leaves empty
+# placeholders for the range a call leaves empty, and the part of a call on its own
 _NO_INT = np.zeros(1, np.int64)
 _NO_FLOAT = np.zeros(1)
 _NO_NEED = np.zeros(1, np.uint8)
+WHOLE = np.zeros(3)
 
 
 def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """``sweep`` with an empty forward range: adjoints through rows hi-1 down to lo."""
-    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi)
+    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi, WHOLE)
 
 
 def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
     """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place."""
-    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0)
+    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0, WHOLE)

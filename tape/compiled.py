@@ -21,6 +21,7 @@ recording stays on one tape however long (an eager one rolls over to a new tape 
 from __future__ import annotations
 
 import collections
+import os
 import warnings
 
 import numpy as np
@@ -46,23 +47,36 @@ NUMPY_FORWARD_SIZE = 4096  # elements: below, a Python stop costs more than it s
 # sweep reads the caller's array in place and accumulates the gradient straight into the array
 # returned (on W3's 10^6 elements the two copies and the arena clear cost ~0.9 ms of ~15)
 ZERO_COPY_SIZE = 1 << 14
+# A seeded run (a run closed by a full sum, swept both ways block by block) of at least this
+# many elements is split among threads on a straight value_and_grad: each takes a piece at the
+# top of NumPy's pairwise summation, so the sum keeps its bits (W3: see THREADS in the README)
+THREAD_SIZE = 1 << 17
+_WHOLE = np.zeros(3)  # sweep's `part` for a call on its own
+_STEP = np.array([0.0, 1.0, 0.0])  # ... for a step of a threaded call, outside the workers
 _FAMILY_OF = np.array([FAMILIES.index(p.family) for p in TABLE], dtype=np.int64)
 _INPUT, _ESCAPE = FAMILIES.index("input"), FAMILIES.index("escape")
 _ESCAPE_VALUE = {"matmul_blas": np.matmul, "inv": np.linalg.inv, "det": np.linalg.det,
                  "logabsdet": lambda a: np.linalg.slogdet(a)[1], "solve": np.linalg.solve}
 
 
-def compile(f, *example_args, argnums=0, max_variants=8):  # noqa: A001 (tape.compile)
+def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa: A001
     """Record ``f(*example_args)`` once and return a CompiledTape that replays it.
 
     `argnums` (int or tuple) are the arguments gradients are taken with respect to.
+    `threads`: how many threads a value_and_grad may split a large run closed by a sum among
+    (at least THREAD_SIZE elements, as a loss over a large array); None: the cores this process
+    may run on, rounded down to a power of two, at most 8; 1: none. Results are the same bits
+    whatever the count.
     """
-    return CompiledTape(f, example_args, argnums, max_variants)
+    return CompiledTape(f, example_args, argnums, max_variants, threads)
 
 
 class CompiledTape:
-    def __init__(self, f, example_args, argnums=0, max_variants=8):
+    threads = None  # (see compile)
+
+    def __init__(self, f, example_args, argnums=0, max_variants=8, threads=None):
         self.f = f
+        self.threads = threads
         self.argnums = argnums
         self.nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         self.max_variants = max_variants
@@ -82,7 +96,7 @@ class CompiledTape:
         when the forward sweep needs no stop for Python: see ``_Variant.straight``)."""
         v = self._variant(args, defer=True)
         try:
-            grads = v.gradient(self.nums, forward=v.deferred)
+            grads = v.gradient(self.nums, forward=v.deferred, threads=self.threads)
         finally:
             v.give_back()
         value = v.output()
@@ -259,7 +273,7 @@ class CompiledTape:
             buf = io.BytesIO()
             _persist.save(v, buf, self.argnums)
             return (_load_bytes, (buf.getvalue(),))
-        return (_rebuild, (self.f, v.args, self.argnums, self.max_variants))
+        return (_rebuild, (self.f, v.args, self.argnums, self.max_variants, self.threads))
 
     def save(self, path):
         """Write the latest recording to `path` (.npz: plain arrays, no code; the format
@@ -607,11 +621,15 @@ class _Variant:
             need = np.zeros(n, np.uint8)
             jit.need_pass(A.R, src, root, live, need)
             stored = live
+            split = []  # (first row, sum row) of the seeded runs worth threads
             if not self.t.functions:  # (a Function's rule reads and writes the arena in Python)
                 # adjoints that never leave their blocked run stay in scratch, not in the arena
                 keep = root.copy()
                 if self.straight:  # runs closed by a sum: their reverse inside their forward
-                    jit.seed_pass(A.R, A.S, A.IA, need, keep)
+                    first = np.full(n, -1, np.int64)
+                    if jit.seed_pass(A.R, A.S, A.IA, need, keep, first):
+                        split = [(int(first[e]), int(e)) for e in np.flatnonzero(first >= 0)
+                                 if A.size[first[e]] >= THREAD_SIZE]
                 cuts, dropped = reverse_cuts(self.t, need)
                 bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
                 if jit.local_pass(A.R, A.S, need, keep, bounds):
@@ -624,13 +642,14 @@ class _Variant:
             need[swept] |= jit.CLEAR
             rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
                     for s in np.flatnonzero(live.astype(bool) & ~swept)]
-            p = self._plans[nums] = (live, need, GO, G, rest, [True])
+            p = self._plans[nums] = (live, need, GO, G, rest, [True], split)
         return p
 
-    def gradient(self, nums, seed=None, forward=False):
+    def gradient(self, nums, seed=None, forward=False, threads=1):
         """The gradients of the output (or its vjp with `seed`) with respect to the inputs
         `nums`. `forward`: the loaded inputs have not been replayed yet; the forward sweep runs
-        first, in the same jitted call (a ``straight`` variant only)."""
+        first, in the same jitted call (a ``straight`` variant only), with its large seeded runs
+        split among `threads` threads (None: see ``compile``)."""
         o = self.out
         shapes = [self.shapes[i] for i in nums]
         if seed is None:
@@ -647,7 +666,7 @@ class _Variant:
             flat = np.broadcast_to(np.asarray(seed, dtype=np.float64).reshape(-1), o.size)
             return [(np.float64(flat[0]) if not shape else flat.reshape(shape).copy())
                     if self.leaves[i] is o else np.zeros(shape) for i, shape in zip(nums, shapes)]
-        live, need, GO, G, rest, dirty = self._plan(nums)
+        live, need, GO, G, rest, dirty, split = self._plan(nums)
         if dirty[0]:  # first call, or an earlier one stopped half way
             G.fill(0.0)
         dirty[0] = True
@@ -662,9 +681,13 @@ class _Variant:
         else:  # one jitted call: nothing to run in Python between segments
             n = len(A.sv)
             direct = self._direct_gradients(nums, live, GO, G)
+            threads = _thread_count(threads) if forward and split else 1
             try:
-                _sweep()(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, n if forward else 0,
-                         0, n)
+                if threads > 1:
+                    self._threaded_sweep(GO, G, need, split, threads)
+                else:
+                    _sweep()(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need,
+                             0, n if forward else 0, 0, n, _WHOLE)
             finally:
                 for slot, g in direct.items():
                     GO[slot] = g[1]
@@ -686,6 +709,33 @@ class _Variant:
                 G[lo:hi] = 0.0
         dirty[0] = False
         return out
+
+    def _threaded_sweep(self, GO, G, need, split, threads):
+        """Both sweeps of a straight variant as one jitted call would do them, but with each
+        seeded run in `split` swept by `threads` workers at once (the sweeps release the GIL),
+        each on its piece of the run's elements; the pieces' sums are then added in NumPy's
+        pairwise order, and the rows between the runs run in this thread."""
+        A = self.A
+        sweep, pool = _sweep(), _pool(threads - 1)
+        args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)
+        lo = 0
+        for r0, e in split:
+            sweep(*args, lo, r0, 0, 0, _STEP)
+            T = threads
+            while A.size[r0] < 256 * T:  # every piece's parents longer than a pairwise leaf
+                T //= 2
+            parts = [np.array([k, T, 0.0]) for k in range(T)]
+            others = [pool.submit(sweep, *args, r0, e + 1, 0, 0, part) for part in parts[1:]]
+            sweep(*args, r0, e + 1, 0, 0, parts[0])
+            for f in others:
+                f.result()
+            sums = [part[2] for part in parts]
+            while len(sums) > 1:  # the top of the pairwise recursion, bottom up
+                sums = [sums[i] + sums[i + 1] for i in range(0, len(sums), 2)]
+            self.t.store(e, 0.0 + sums[0])  # (as the sum kernel: 0.0 + its pairwise sum)
+            lo = e + 1
+        n = len(A.sv)
+        sweep(*args, lo, n, 0, n, _STEP)
 
     def _direct_gradients(self, nums, live, GO, G):
         """{slot: (array, arena offset)} for the large array inputs among `nums`: their adjoint
@@ -730,6 +780,31 @@ class _Variant:
 
 
 _SWEEP = []
+_POOL = []
+
+
+def _thread_count(threads):
+    """`threads` of ``compile``, resolved: None is the cores this process may run on, rounded
+    down to a power of two (the pieces of a pairwise sum come in powers of two), at most 8."""
+    if threads is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # (not on every platform)
+            cores = os.cpu_count() or 1
+        threads = cores
+    threads = max(1, min(int(threads), 8))
+    return 1 << (threads.bit_length() - 1)
+
+
+def _pool(workers):
+    """A process-wide pool with at least `workers` threads (the sweeps release the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not _POOL or _POOL[0] < workers:
+        if _POOL:
+            _POOL[1].shutdown(wait=False)
+        _POOL[:] = [workers, ThreadPoolExecutor(workers, thread_name_prefix="tapejit-sweep")]
+    return _POOL[1]
 
 
 def _sweep():
@@ -744,8 +819,8 @@ def _raw(a):
     return a._v if type(a) is Tensor else a
 
 
-def _rebuild(f, args, argnums, max_variants):
-    return CompiledTape(f, args, argnums, max_variants)
+def _rebuild(f, args, argnums, max_variants, threads=None):
+    return CompiledTape(f, args, argnums, max_variants, threads)
 
 
 def _load_bytes(data):

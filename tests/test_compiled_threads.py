@@ -1,0 +1,105 @@
+"""A straight value_and_grad splits each large run closed by a sum among threads (each takes a
+piece at the top of NumPy's pairwise summation): the results must be the bits of one thread."""
+import pickle
+
+import numpy as np
+import pytest
+
+import tape
+import tape.compiled as compiled
+
+
+@pytest.fixture
+def small_runs(monkeypatch):
+    """Split runs from a few thousand elements, so that the tests stay small."""
+    monkeypatch.setattr(compiled, "THREAD_SIZE", 2048)
+
+
+def w3(x):
+    return np.sum(np.tanh(x) * np.exp(-x * x) + np.log1p(x * x))
+
+
+def two_runs(x, w):
+    """Two seeded runs (each on its own input: a run's inputs may not be read after its sum),
+    rows between them, sums' adjoints other than 1."""
+    a = np.sum(np.sin(x) * x + x * x)
+    c = np.sqrt(a * a + 1.0)
+    b = np.sum(np.exp(-w * w) * w)
+    return 3.0 * c + a * b
+
+
+def keepdims(x):
+    return np.sum(np.sum(np.cos(x) * x, keepdims=True)) ** 2
+
+
+def _same(r1, r2):
+    assert r1[0] == r2[0]
+    for a, b in zip(r1[1] if isinstance(r1[1], tuple) else (r1[1],),
+                    r2[1] if isinstance(r2[1], tuple) else (r2[1],)):
+        np.testing.assert_array_equal(a, b)
+
+
+def _calls(cf, args):
+    return cf.value_and_grad(*args)
+
+
+@pytest.mark.parametrize("n", [2048, 2053, 4099, 70_001])
+@pytest.mark.parametrize("threads", [2, 4, 8])
+def test_same_bits_as_one_thread(small_runs, n, threads):
+    x = np.random.default_rng(n).normal(size=n)
+    one = tape.compile(w3, x, threads=1)
+    many = tape.compile(w3, x, threads=threads)
+    _same(_calls(one, (x,)), _calls(many, (x,)))
+    y = x[::-1].copy()
+    _same(_calls(one, (y,)), _calls(many, (y,)))  # and again at other values
+    value, g = tape.value_and_grad(w3)(y)
+    np.testing.assert_allclose(many.value_and_grad(y)[0], value, rtol=1e-14)
+    np.testing.assert_allclose(many.value_and_grad(y)[1], g, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("f, nargs, argnums, runs", [(two_runs, 2, (0, 1), 2),
+                                                     (two_runs, 2, 1, 1),  # (x's run: no need)
+                                                     (keepdims, 1, 0, 1)])
+def test_several_runs_and_sum_adjoints(small_runs, f, nargs, argnums, runs):
+    rng = np.random.default_rng(3)
+    args = [rng.normal(size=9000) for _ in range(nargs)]
+    one = tape.compile(f, *args, argnums=argnums, threads=1)
+    two = tape.compile(f, *args, argnums=argnums, threads=2)
+    variant = next(reversed(two.variants.values()))
+    assert variant.straight
+    _same(_calls(one, args), _calls(two, args))
+    split = variant._plan(two.nums)[6]
+    assert len(split) == runs  # the runs were threaded
+    ref = tape.value_and_grad(f, argnums=argnums)(*args)
+    np.testing.assert_allclose(two.value_and_grad(*args)[0], ref[0], rtol=1e-13)
+
+
+def test_small_runs_stay_in_one_call():
+    x = np.random.default_rng(1).normal(size=1000)
+    cf = tape.compile(w3, x, threads=2)
+    cf.value_and_grad(x)
+    assert next(reversed(cf.variants.values()))._plan(cf.nums)[6] == []
+
+
+def test_thread_count():
+    assert compiled._thread_count(1) == 1
+    assert compiled._thread_count(3) == 2
+    assert compiled._thread_count(64) == 8
+    assert compiled._thread_count(None) >= 1
+
+
+def test_threads_survive_pickling(small_runs):
+    x = np.random.default_rng(2).normal(size=5000)
+    cf = pickle.loads(pickle.dumps(tape.compile(w3, x, threads=4)))
+    assert cf.threads == 4
+    _same(_calls(cf, (x,)), _calls(tape.compile(w3, x, threads=1), (x,)))
+
+
+def test_batch_rows_do_not_nest_threads(small_runs):
+    """value_and_grad_batch's worker threads sweep their rows whole (no pool inside a pool)."""
+    X = np.random.default_rng(4).normal(size=(4, 5000))
+    cf = tape.compile(w3, X[0], threads=2)
+    values, grads = cf.value_and_grad_batch(X, threads=2)
+    ref = tape.compile(w3, X[0], threads=1)
+    for row, v, g in zip(X, values, grads):
+        _same((v, g), _calls(ref, (row,)))
