@@ -21,6 +21,7 @@ recording stays on one tape however long (an eager one rolls over to a new tape 
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import warnings
 
@@ -307,9 +308,9 @@ class CompiledTape:
         nothing to check or run in Python between the sweeps is only loaded (``deferred``):
         its caller runs the forward sweep in the same jitted call as the reverse one."""
         self.counters["calls"] += 1
-        args = tuple(_as_input(a) for a in args)
+        args = tuple(map(_as_input, args))
         missed = None
-        for k in reversed(list(self.variants)):
+        for k in reversed(self.variants):  # (returns before changing the order)
             v = self.variants[k]
             if not v.accepts(args):
                 continue
@@ -394,13 +395,69 @@ def _same_static(a, b):
         return False
 
 
+class _Plan:
+    """What a gradient of one variant with respect to some inputs needs, computed once: the
+    need masks, the adjoint arena and what to read from it and clear in it after a call."""
+
+    def __init__(self, v, nums):
+        A = v.A
+        n = self.rows = len(A.sv)
+        src = np.zeros(n, np.uint8)
+        for i in nums:
+            if v.slots[i] is not None:
+                src[v.slots[i]] = 1
+        root = np.zeros(n, np.uint8)
+        root[v.out._slot] = 1
+        live = self.live = np.zeros(n, np.uint8)
+        need = self.need = np.zeros(n, np.uint8)
+        jit.need_pass(A.R, src, root, live, need)
+        stored = live
+        self.split = []  # (first row, sum row) of the seeded runs worth threads
+        if not v.t.functions:  # (a Function's rule reads and writes the arena in Python)
+            # adjoints that never leave their blocked run stay in scratch, not in the arena
+            keep = root.copy()
+            if v.straight:  # runs closed by a sum: their reverse inside their forward
+                first = np.full(n, -1, np.int64)
+                if jit.seed_pass(A.R, A.S, A.IA, need, keep, first):
+                    self.split = [(int(first[e]), int(e)) for e in np.flatnonzero(first >= 0)
+                                  if A.size[first[e]] >= THREAD_SIZE]
+            cuts, dropped = reverse_cuts(v.t, need)
+            bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
+            if jit.local_pass(A.R, A.S, need, keep, bounds):
+                stored = live & ((need & jit.LOCAL) == 0)
+        GO, G = self.GO, self.G = arena(A, stored)
+        # the kernels zero the adjoint of every row they sweep (need bit 4), so the arena is
+        # clean for the next call; what they do not sweep is zeroed after reading (rest)
+        family = _FAMILY_OF[A.code]
+        swept = (need != 0) & (family != _INPUT) & (family != _ESCAPE)
+        need[swept] |= jit.CLEAR
+        self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
+                     for s in np.flatnonzero(live.astype(bool) & ~swept)]
+        self.dirty = True
+        self.args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)  # sweep's first nine
+        s = v.out._slot
+        self.seed_at = (int(GO[s]), int(GO[s]) + int(A.size[s])) if live[s] else None
+        self.grads = []  # (slot or None, shape, lo, hi) per input of nums
+        for i in nums:
+            s = v.slots[i]
+            if s is None or not live[s]:
+                self.grads.append((None, v.shapes[i], 0, 0))
+            else:
+                self.grads.append((s, v.shapes[i], int(GO[s]), int(GO[s]) + int(A.size[s])))
+        # inputs whose gradient the sweep writes straight into the array returned (the
+        # output's own slot excepted: its seed is in the arena)
+        self.large = list(dict.fromkeys(
+            s for s, _, lo, hi in self.grads if s is not None and A.is_array[s]
+            and hi - lo >= ZERO_COPY_SIZE and s != v.out._slot))
+
+
 class _Variant:
     """One recording of f: its tape as arrays, input slots, guards, and the reverse plan."""
 
     deferred = False  # loaded but not replayed yet (see CompiledTape._variant)
     _lent = ()  # (slot, own value address, array) of inputs read in place (see load)
 
-    @property
+    @functools.cached_property  # (fixed once recorded; W1 asks it on every call)
     def straight(self):
         """Nothing to check or run in Python during or after the forward sweep (no guards, no
         ``cuts``): forward and reverse can be one jitted call."""
@@ -609,40 +666,7 @@ class _Variant:
     def _plan(self, nums):
         p = self._plans.get(nums)
         if p is None:
-            A = self.A
-            n = len(A.sv)
-            src = np.zeros(n, np.uint8)
-            for i in nums:
-                if self.slots[i] is not None:
-                    src[self.slots[i]] = 1
-            root = np.zeros(n, np.uint8)
-            root[self.out._slot] = 1
-            live = np.zeros(n, np.uint8)
-            need = np.zeros(n, np.uint8)
-            jit.need_pass(A.R, src, root, live, need)
-            stored = live
-            split = []  # (first row, sum row) of the seeded runs worth threads
-            if not self.t.functions:  # (a Function's rule reads and writes the arena in Python)
-                # adjoints that never leave their blocked run stay in scratch, not in the arena
-                keep = root.copy()
-                if self.straight:  # runs closed by a sum: their reverse inside their forward
-                    first = np.full(n, -1, np.int64)
-                    if jit.seed_pass(A.R, A.S, A.IA, need, keep, first):
-                        split = [(int(first[e]), int(e)) for e in np.flatnonzero(first >= 0)
-                                 if A.size[first[e]] >= THREAD_SIZE]
-                cuts, dropped = reverse_cuts(self.t, need)
-                bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
-                if jit.local_pass(A.R, A.S, need, keep, bounds):
-                    stored = live & ((need & jit.LOCAL) == 0)
-            GO, G = arena(A, stored)
-            # the kernels zero the adjoint of every row they sweep (need bit 4), so the arena
-            # is clean for the next call; what they do not sweep is zeroed here after reading
-            family = _FAMILY_OF[A.code]
-            swept = (need != 0) & (family != _INPUT) & (family != _ESCAPE)
-            need[swept] |= jit.CLEAR
-            rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
-                    for s in np.flatnonzero(live.astype(bool) & ~swept)]
-            p = self._plans[nums] = (live, need, GO, G, rest, [True], split)
+            p = self._plans[nums] = _Plan(self, nums)
         return p
 
     def gradient(self, nums, seed=None, forward=False, threads=1):
@@ -651,7 +675,6 @@ class _Variant:
         first, in the same jitted call (a ``straight`` variant only), with its large seeded runs
         split among `threads` threads (None: see ``compile``)."""
         o = self.out
-        shapes = [self.shapes[i] for i in nums]
         if seed is None:
             if o.size != 1:
                 raise TypeError(f"grad needs a scalar output; f returned shape {o.shape}")
@@ -664,62 +687,59 @@ class _Variant:
         if self.t is None or o._tape is None:  # f recorded nothing: it returned an input or a
             # constant, so the gradient is the seed for that input and zero for the others
             flat = np.broadcast_to(np.asarray(seed, dtype=np.float64).reshape(-1), o.size)
-            return [(np.float64(flat[0]) if not shape else flat.reshape(shape).copy())
-                    if self.leaves[i] is o else np.zeros(shape) for i, shape in zip(nums, shapes)]
-        live, need, GO, G, rest, dirty, split = self._plan(nums)
-        if dirty[0]:  # first call, or an earlier one stopped half way
+            return [(np.float64(flat[0]) if not self.shapes[i] else
+                     flat.reshape(self.shapes[i]).copy()) if self.leaves[i] is o
+                    else np.zeros(self.shapes[i]) for i in nums]
+        p = self._plan(nums)
+        G, GO = p.G, p.GO
+        if p.dirty:  # first call, or an earlier one stopped half way
             G.fill(0.0)
-        dirty[0] = True
-        A = self.A
-        s = o._slot
-        if live[s]:
-            G[GO[s]:GO[s] + A.size[s]] = seed
+        p.dirty = True
+        if p.seed_at is not None:
+            G[p.seed_at[0]:p.seed_at[1]] = seed
         direct = {}
         if self.escapes or self.t.functions:  # their backward rules run in Python
-            hubs = [h for h in self.t.functions if live[h]] if self.t.functions else ()
-            sweep_segments(self.t, A, G, GO, need, live, (), hubs, retain_hooked=False)
+            hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
+            sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False)
         else:  # one jitted call: nothing to run in Python between segments
-            n = len(A.sv)
-            direct = self._direct_gradients(nums, live, GO, G)
-            threads = _thread_count(threads) if forward and split else 1
+            direct = self._direct_gradients(p) if p.large else direct
+            threads = _thread_count(threads) if forward and p.split else 1
             try:
                 if threads > 1:
-                    self._threaded_sweep(GO, G, need, split, threads)
+                    self._threaded_sweep(p, threads)
                 else:
-                    _sweep()(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need,
-                             0, n if forward else 0, 0, n, _WHOLE)
+                    _sweep()(*p.args, 0, p.rows if forward else 0, 0, p.rows, _WHOLE)
             finally:
                 for slot, g in direct.items():
                     GO[slot] = g[1]
         out, handed = [], set()
-        for i, shape in zip(nums, shapes):
-            slot = self.slots[i]
-            if slot is None or not live[slot]:
+        for slot, shape, lo, hi in p.grads:
+            if slot is None:  # not an input slot, or not on a path to the output
                 out.append(np.zeros(shape))
             elif slot in direct:
                 g = direct[slot][0].reshape(shape)
                 out.append(g.copy() if slot in handed else g)  # (an argnum given twice)
                 handed.add(slot)
+            elif shape:  # one copy: the arena is reused by the next call
+                out.append(G[lo:hi].reshape(shape).copy())
             else:
-                o = GO[slot]  # one copy: the arena is reused by the next call
-                g = G[o:o + A.size[slot]].reshape(shape)
-                out.append(g.copy() if shape else np.float64(g))
-        for slot, lo, hi in rest:
+                out.append(np.float64(G[lo]))
+        for slot, lo, hi in p.rest:
             if slot not in direct:  # (a redirected adjoint left its arena block untouched)
                 G[lo:hi] = 0.0
-        dirty[0] = False
+        p.dirty = False
         return out
 
-    def _threaded_sweep(self, GO, G, need, split, threads):
+    def _threaded_sweep(self, p, threads):
         """Both sweeps of a straight variant as one jitted call would do them, but with each
-        seeded run in `split` swept by `threads` workers at once (the sweeps release the GIL),
-        each on its piece of the run's elements; the pieces' sums are then added in NumPy's
-        pairwise order, and the rows between the runs run in this thread."""
+        seeded run in `p.split` swept by `threads` workers at once (the sweeps release the
+        GIL), each on its piece of the run's elements; the pieces' sums are then added in
+        NumPy's pairwise order, and the rows between the runs run in this thread."""
         A = self.A
         sweep, pool = _sweep(), _pool(threads - 1)
-        args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)
+        args = p.args
         lo = 0
-        for r0, e in split:
+        for r0, e in p.split:
             sweep(*args, lo, r0, 0, 0, _STEP)
             T = threads
             while A.size[r0] < 256 * T:  # every piece's parents longer than a pairwise leaf
@@ -737,22 +757,17 @@ class _Variant:
         n = len(A.sv)
         sweep(*args, lo, n, 0, n, _STEP)
 
-    def _direct_gradients(self, nums, live, GO, G):
-        """{slot: (array, arena offset)} for the large array inputs among `nums`: their adjoint
+    def _direct_gradients(self, p):
+        """{slot: (array, arena offset)} for the large array inputs of plan p: their adjoint
         offsets now point at fresh zeroed arrays, which the sweep accumulates into and the call
         returns, sparing a copy out of the arena and its clear (the kernels address the arena
         by raw offsets from its start, so any 8-byte aligned array can stand in)."""
         direct = {}
-        A = self.A
-        for i in nums:
-            s = self.slots[i]
-            if (s is None or not live[s] or not A.is_array[s] or A.size[s] < ZERO_COPY_SIZE
-                    or s in direct or s == self.out._slot):  # (the output's seed is in G)
-                continue
-            g = np.zeros(int(A.size[s]))
-            delta = g.__array_interface__["data"][0] - G.__array_interface__["data"][0]
-            direct[s] = (g, int(GO[s]))
-            GO[s] = delta // 8  # numpy's buffers are 16-byte aligned at least
+        base = p.G.__array_interface__["data"][0]
+        for s in p.large:
+            g = np.zeros(int(self.A.size[s]))
+            direct[s] = (g, int(p.GO[s]))
+            p.GO[s] = (g.__array_interface__["data"][0] - base) // 8  # (16-byte aligned)
         return direct
 
     def tangent(self, nums, tangents):

@@ -90,7 +90,8 @@ def _sweeps(f, args):
     single = values()
     # reverse: the same, from the same seed, into an arena holding every adjoint (the replay's
     # own keeps its run-local ones in scratch)
-    live, need = v._plan((0, 1, 2))[:2]
+    p = v._plan((0, 1, 2))
+    live, need = p.live, p.need
     need = need & 3  # without the replay's clearing and local bits: every adjoint compared
     GO, G = arena(A, live)
     out = v.out._slot
@@ -210,13 +211,13 @@ def test_replay_leaves_its_arena_clean():
     cf = tape.compile(f, x, y, 0.5, argnums=(0, 1, 2))
     first = cf.grad(x, y, 0.5)
     v = next(reversed(cf.variants.values()))
-    G = v._plan((0, 1, 2))[3]
+    G = v._plan((0, 1, 2)).G
     assert not G.any()
     for _ in range(3):
         again = cf.grad(x, y, 0.5)
         assert all(np.array_equal(a, b) for a, b in zip(first, again))
     G[:] = 7.0  # as if a call had stopped half way and flagged it
-    v._plan((0, 1, 2))[5][0] = True
+    v._plan((0, 1, 2)).dirty = True
     assert all(np.array_equal(a, b) for a, b in zip(first, cf.grad(x, y, 0.5)))
     eager = tape.grad(f, argnums=(0, 1, 2))(x, y, 0.5)
     for a, b in zip(first, eager):
@@ -225,7 +226,7 @@ def test_replay_leaves_its_arena_clean():
 
 def _local_rows(cf, nums=(0,)):
     v = next(reversed(cf.variants.values()))
-    need = v._plan(nums)[1]
+    need = v._plan(nums).need
     return v, set(np.flatnonzero(need & jit.LOCAL).tolist())
 
 
@@ -240,7 +241,7 @@ def test_run_local_adjoints_stay_out_of_the_arena():
     add = int(A.R[v.out._slot, 1])
     rows = set(range(1, add))
     assert local == rows
-    G = v._plan((0,))[3]
+    G = v._plan((0,)).G
     assert G.size == len(A.sv) + 2 * n
     g = cf.grad(x)
     g0 = tape.grad(lambda x: tnp.sum(tnp.tanh(x) * tnp.exp(-x * x) + tnp.log1p(x * x)))(x)
@@ -307,7 +308,7 @@ def test_runs_between_blas_rows():
 
 def _seeded(cf, nums=(0,)):
     v = next(reversed(cf.variants.values()))
-    return np.flatnonzero(v._plan(nums)[1] & jit.SEEDED).tolist()
+    return np.flatnonzero(v._plan(nums).need & jit.SEEDED).tolist()
 
 
 SEEDABLE = {
