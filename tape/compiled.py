@@ -812,13 +812,15 @@ def _thread_count(threads):
 
 
 def _pool(workers):
-    """A process-wide pool with at least `workers` threads (the sweeps release the GIL)."""
+    """A process-wide pool with at least `workers` threads (the sweeps release the GIL). A child
+    forked after the pool started makes its own: the parent's threads do not exist in it."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if not _POOL or _POOL[0] < workers:
-        if _POOL:
+    if not _POOL or _POOL[0] < workers or _POOL[2] != os.getpid():
+        if _POOL and _POOL[2] == os.getpid():
             _POOL[1].shutdown(wait=False)
-        _POOL[:] = [workers, ThreadPoolExecutor(workers, thread_name_prefix="tapejit-sweep")]
+        _POOL[:] = [workers, ThreadPoolExecutor(workers, thread_name_prefix="tapejit-sweep"),
+                    os.getpid()]
     return _POOL[1]
 
 

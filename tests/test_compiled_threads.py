@@ -103,3 +103,23 @@ def test_batch_rows_do_not_nest_threads(small_runs):
     ref = tape.compile(w3, X[0], threads=1)
     for row, v, g in zip(X, values, grads):
         _same((v, g), _calls(ref, (row,)))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_forked_child_makes_its_own_pool(small_runs):
+    """A process forked after the pool started (multiprocessing's default on Linux before
+    Python 3.14) would wait forever on the parent's threads; it starts its own."""
+    import multiprocessing
+
+    x = np.random.default_rng(6).normal(size=6000)
+    cf = tape.compile(w3, x, threads=2)
+    expected = cf.value_and_grad(x)  # the pool now runs in this process
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        value, g = pool.apply_async(_child_call, (cf, x)).get(timeout=60)
+    assert value == expected[0]
+    np.testing.assert_array_equal(g, expected[1])
+
+
+def _child_call(cf, x):
+    return cf.value_and_grad(x)
