@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import os
 import warnings
 
 import numpy as np
@@ -31,6 +30,7 @@ import jit
 from jit.table import FAMILIES, OPCODE, TABLE
 
 from . import _guards, _persist
+from ._threads import run_pieces, thread_count
 from ._backward import arena, reverse_cuts, segment_bounds, sweep_segments
 from ._state import state
 from ._tensor import Tensor
@@ -703,7 +703,7 @@ class _Variant:
             sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False)
         else:  # one jitted call: nothing to run in Python between segments
             direct = self._direct_gradients(p) if p.large else direct
-            threads = _thread_count(threads) if forward and p.split else 1
+            threads = thread_count(threads) if forward and p.split else 1
             try:
                 if threads > 1:
                     self._threaded_sweep(p, threads)
@@ -736,7 +736,7 @@ class _Variant:
         GIL), each on its piece of the run's elements; the pieces' sums are then added in
         NumPy's pairwise order, and the rows between the runs run in this thread."""
         A = self.A
-        sweep, pool = _sweep(), _pool(threads - 1)
+        sweep = _sweep()
         args = p.args
         lo = 0
         for r0, e in p.split:
@@ -745,10 +745,8 @@ class _Variant:
             while A.size[r0] < 256 * T:  # every piece's parents longer than a pairwise leaf
                 T //= 2
             parts = [np.array([k, T, 0.0]) for k in range(T)]
-            others = [pool.submit(sweep, *args, r0, e + 1, 0, 0, part) for part in parts[1:]]
-            sweep(*args, r0, e + 1, 0, 0, parts[0])
-            for f in others:
-                f.result()
+            run_pieces(lambda part: sweep(*args, r0, e + 1, 0, 0, part),  # noqa: B023
+                       [(part,) for part in parts])
             sums = [part[2] for part in parts]
             while len(sums) > 1:  # the top of the pairwise recursion, bottom up
                 sums = [sums[i] + sums[i + 1] for i in range(0, len(sums), 2)]
@@ -795,35 +793,6 @@ class _Variant:
 
 
 _SWEEP = []
-_POOL = []
-
-
-def _thread_count(threads):
-    """`threads` of ``compile``, resolved: None is the cores this process may run on, rounded
-    down to a power of two (the pieces of a pairwise sum come in powers of two), at most 8."""
-    if threads is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # (not on every platform)
-            cores = os.cpu_count() or 1
-        threads = cores
-    threads = max(1, min(int(threads), 8))
-    return 1 << (threads.bit_length() - 1)
-
-
-def _pool(workers):
-    """A process-wide pool with at least `workers` threads (the sweeps release the GIL). A child
-    forked after the pool started makes its own: the parent's threads do not exist in it."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    if not _POOL or _POOL[0] < workers or _POOL[2] != os.getpid():
-        if _POOL and _POOL[2] == os.getpid():
-            _POOL[1].shutdown(wait=False)
-        _POOL[:] = [workers, ThreadPoolExecutor(workers, thread_name_prefix="tapejit-sweep"),
-                    os.getpid()]
-    return _POOL[1]
-
-
 def _sweep():
     """``jit.sweep``, imported on first use (``import tape`` stays free of Numba) and then bound
     once: a module lookup per call costs microseconds on W1's 0.1 ms."""

@@ -7,6 +7,7 @@ import pytest
 
 import tape
 import tape.compiled as compiled
+from tape import _threads
 
 
 @pytest.fixture
@@ -82,10 +83,10 @@ def test_small_runs_stay_in_one_call():
 
 
 def test_thread_count():
-    assert compiled._thread_count(1) == 1
-    assert compiled._thread_count(3) == 2
-    assert compiled._thread_count(64) == 8
-    assert compiled._thread_count(None) >= 1
+    assert _threads.thread_count(1) == 1
+    assert _threads.thread_count(3) == 2
+    assert _threads.thread_count(64) == 8
+    assert _threads.thread_count(None) >= 1
 
 
 def test_threads_survive_pickling(small_runs):
