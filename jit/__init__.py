@@ -17,7 +17,7 @@ LOCAL = 8
 # reverse sweep only scales the result by the sum's adjoint (set by ``seed_pass``)
 SEEDED = 16
 
-ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "sweep")
+ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass", "sweep")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 

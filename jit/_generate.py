@@ -322,6 +322,33 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     scratch[0] = 0.0
 
 
+SIG_RUN_PASS = "int64(int64[:, ::1], int64[:, ::1], int64, int64, int64, int64[:, ::1])"
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def run_pass(R, S, lo, hi, min_size, runs):
+    """The blocked runs that a forward sweep of rows lo..hi-1 (not seeded) meets, as
+    ``_forward_rows`` finds them, of at least min_size elements each: (first row, one past the
+    last) into runs. Returns their count (a threaded driver splits them: see sweep's part)."""
+    count = 0
+    i = lo
+    while i < hi:
+        k = R[i, 3]
+        if k >= 0:
+            n = S[k, 0]
+            if n >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
+                e = _forward_run_end(R, S, i, hi, n)
+                if e > i + 1:
+                    if n >= min_size and count < runs.shape[0]:
+                        runs[count, 0] = i
+                        runs[count, 1] = e
+                        count += 1
+                    i = e
+                    continue
+        i += 1
+    return count
+
+
 SIG_SEED_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1], "
                  "int64[::1])")
 
@@ -937,7 +964,8 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     part = (k, T, out): T = 0 for a call on its own (SEEDED sums run their reverse inside their
     forward when the call sweeps the whole tape both ways); T >= 1 for one step of a call split
     by a threaded driver, in which SEEDED sums always do, and worker k of T > 1 sweeps its piece
-    of one seeded run and leaves the piece's sum in out (``_forward_seeded_run``)."""
+    of one seeded run and leaves the piece's sum in out (``_forward_seeded_run``), or its share
+    of the blocks of one plain forward run (``_forward_run``)."""
     rows = R.shape[0]
     seeded = part[1] > 0 or (flo == 0 and fhi == rows and rlo == 0 and rhi == rows)
     if fhi > flo:
@@ -958,9 +986,10 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi, WHOLE)
 
 
-def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
-    """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place."""
-    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0, WHOLE)
+def forward_sweep(R, S, VA, sv, IA, FA, lo, hi, part=WHOLE):
+    """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place (`part`:
+    see sweep)."""
+    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0, part)
 '''
 
 

@@ -91,11 +91,20 @@ def _forward_elementwise(code, n, pa, pb, py, IA, W):
 
 
 @njit(error_model="numpy")
-def _forward_run(R, S, VA, IA, W, r0, r1, n):
+def _forward_run(R, S, VA, IA, W, r0, r1, n, part):
     """Rows r0..r1-1 block by block: each row reads what the rows before it wrote into the
-    block while it is still in cache. Every element gets the same arithmetic as row by row."""
-    for b0 in range(0, n, BLOCK):
-        m = min(BLOCK, n - b0)
+    block while it is still in cache. Every element gets the same arithmetic as row by row.
+    With part = (k, T > 1) this is worker k of T threads, on the k-th of T shares of the blocks."""
+    lo = 0
+    hi = n
+    if part[1] > 1:
+        T = int(part[1])
+        k = int(part[0])
+        blocks = (n + BLOCK - 1) // BLOCK
+        lo = min(n, blocks * k // T * BLOCK)
+        hi = min(n, blocks * (k + 1) // T * BLOCK)
+    for b0 in range(lo, hi, BLOCK):
+        m = min(BLOCK, hi - b0)
         for i in range(r0, r1):
             code = R[i, 0]
             sa = R[i, 1]
@@ -320,7 +329,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                     _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part)
                     i = e
                     continue
-                _forward_run(R, S, VA, IA, W, i, e, n)
+                _forward_run(R, S, VA, IA, W, i, e, n, part)
                 i = e - 1
                 continue
         iat = S[k, 1]

@@ -1185,6 +1185,33 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     scratch[0] = 0.0
 
 
+SIG_RUN_PASS = "int64(int64[:, ::1], int64[:, ::1], int64, int64, int64, int64[:, ::1])"
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def run_pass(R, S, lo, hi, min_size, runs):
+    """The blocked runs that a forward sweep of rows lo..hi-1 (not seeded) meets, as
+    ``_forward_rows`` finds them, of at least min_size elements each: (first row, one past the
+    last) into runs. Returns their count (a threaded driver splits them: see sweep's part)."""
+    count = 0
+    i = lo
+    while i < hi:
+        k = R[i, 3]
+        if k >= 0:
+            n = S[k, 0]
+            if n >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
+                e = _forward_run_end(R, S, i, hi, n)
+                if e > i + 1:
+                    if n >= min_size and count < runs.shape[0]:
+                        runs[count, 0] = i
+                        runs[count, 1] = e
+                        count += 1
+                    i = e
+                    continue
+        i += 1
+    return count
+
+
 SIG_SEED_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1], "
                  "int64[::1])")
 
@@ -1945,11 +1972,20 @@ def _forward_elementwise(code, n, pa, pb, py, IA, W):
 
 
 @njit(error_model="numpy")
-def _forward_run(R, S, VA, IA, W, r0, r1, n):
+def _forward_run(R, S, VA, IA, W, r0, r1, n, part):
     """Rows r0..r1-1 block by block: each row reads what the rows before it wrote into the
-    block while it is still in cache. Every element gets the same arithmetic as row by row."""
-    for b0 in range(0, n, BLOCK):
-        m = min(BLOCK, n - b0)
+    block while it is still in cache. Every element gets the same arithmetic as row by row.
+    With part = (k, T > 1) this is worker k of T threads, on the k-th of T shares of the blocks."""
+    lo = 0
+    hi = n
+    if part[1] > 1:
+        T = int(part[1])
+        k = int(part[0])
+        blocks = (n + BLOCK - 1) // BLOCK
+        lo = min(n, blocks * k // T * BLOCK)
+        hi = min(n, blocks * (k + 1) // T * BLOCK)
+    for b0 in range(lo, hi, BLOCK):
+        m = min(BLOCK, hi - b0)
         for i in range(r0, r1):
             code = R[i, 0]
             sa = R[i, 1]
@@ -2292,7 +2328,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                     _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part)
                     i = e
                     continue
-                _forward_run(R, S, VA, IA, W, i, e, n)
+                _forward_run(R, S, VA, IA, W, i, e, n, part)
                 i = e - 1
                 continue
         iat = S[k, 1]
@@ -2338,7 +2374,8 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     part = (k, T, out): T = 0 for a call on its own (SEEDED sums run their reverse inside their
     forward when the call sweeps the whole tape both ways); T >= 1 for one step of a call split
     by a threaded driver, in which SEEDED sums always do, and worker k of T > 1 sweeps its piece
-    of one seeded run and leaves the piece's sum in out (``_forward_seeded_run``)."""
+    of one seeded run and leaves the piece's sum in out (``_forward_seeded_run``), or its share
+    of the blocks of one plain forward run (``_forward_run``)."""
     rows = R.shape[0]
     seeded = part[1] > 0 or (flo == 0 and fhi == rows and rlo == 0 and rhi == rows)
     if fhi > flo:
@@ -2359,6 +2396,7 @@ def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi, WHOLE)
 
 
-def forward_sweep(R, S, VA, sv, IA, FA, lo, hi):
-    """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place."""
-    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0, WHOLE)
+def forward_sweep(R, S, VA, sv, IA, FA, lo, hi, part=WHOLE):
+    """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place (`part`:
+    see sweep)."""
+    sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0, part)

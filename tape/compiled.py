@@ -320,7 +320,7 @@ class CompiledTape:
                 self.variants.move_to_end(k)
                 self.counters["hits"] += 1
                 return v
-            failed = v.replay()
+            failed = v.replay(self.threads)
             if failed is None:
                 self.variants.move_to_end(k)
                 self.counters["hits"] += 1
@@ -617,16 +617,17 @@ class _Variant:
                 VA[s] = own
             self._lent = ()
 
-    def replay(self):
-        """Forward sweep with the loaded inputs; returns the first guard that fails, or None."""
+    def replay(self, threads=1):
+        """Forward sweep with the loaded inputs; returns the first guard that fails, or None.
+        Blocked runs of THREAD_SIZE or more elements are split among `threads` threads (None:
+        see ``compile``)."""
         if self.t is None:
             return None
-        from jit import forward_sweep
-
         t, A = self.t, self.A
+        forward = self._forward_threaded if threads != 1 and self._runs else self._forward
         lo = 0
         for c in self.cuts:
-            forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, c)
+            forward(lo, c, threads)
             if c in self._numpy_rows:  # the eager path's own ufunc: the same bits, faster
                 y = t.av[t.side_of[c]]
                 TABLE[A.code[c]].ufunc(np.reshape(t.value(int(A.R[c, 1])), y.shape), out=y)
@@ -635,12 +636,42 @@ class _Variant:
             else:  # a custom Function's hub: its forward runs in Python, outputs follow it
                 t.functions[c].replay(t)
             lo = c + 1
-        forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, len(A.sv))
+        forward(lo, len(A.sv), threads)
         if self.guards:
             for g in self.guards:
                 if not g.holds(t.value):
                     return g
         return None
+
+    def _forward(self, lo, hi, threads=1):
+        A = self.A
+        jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, hi)
+
+    @functools.cached_property
+    def _runs(self):
+        """(first row, end row) of the blocked runs of THREAD_SIZE or more elements that the
+        forward sweeps of ``replay`` meet, between the cuts."""
+        A, runs = self.A, []
+        found = np.empty((len(A.sv) // 2 + 1, 2), np.int64)
+        for lo, hi in zip([0] + [c + 1 for c in self.cuts], self.cuts + [len(A.sv)]):
+            count = jit.run_pass(A.R, A.S, lo, hi, THREAD_SIZE, found)
+            runs += [(int(r0), int(e)) for r0, e in found[:count]]
+        return runs
+
+    def _forward_threaded(self, lo, hi, threads):
+        """``_forward`` with each large run between lo and hi swept by `threads` workers at
+        once, each on its share of the run's blocks (elementwise rows: the same bits)."""
+        A = self.A
+        T = thread_count(threads)
+        for r0, e in self._runs:
+            if r0 < lo or e > hi or T < 2:
+                continue
+            jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, r0)
+            run_pieces(lambda part: jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, r0, e,
+                                                      part),  # noqa: B023 (called at once)
+                       [(np.array([k, T, 0.0]),) for k in range(T)])
+            lo = e
+        jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, hi)
 
     def _escape_value(self, c):
         t, A = self.t, self.A

@@ -124,3 +124,32 @@ def test_forked_child_makes_its_own_pool(small_runs):
 
 def _child_call(cf, x):
     return cf.value_and_grad(x)
+
+
+def runs_apart(x):
+    """Two blocked runs with a scan between them (which no run crosses)."""
+    y = np.tanh(x) * 2.0 + x
+    z = np.cumsum(y) * 1e-4
+    return np.sum(np.exp(-z * z) * y - x)
+
+
+def guarded(x):
+    """A guard makes the variant replay its forward on its own, then sweep back."""
+    y = np.sin(x) * x + 1.0
+    if np.sum(y) > 0:
+        return np.sum(np.exp(-y * y) * x)
+    return np.sum(np.log1p(y * y))
+
+
+@pytest.mark.parametrize("f", [w3, runs_apart, guarded])
+@pytest.mark.parametrize("n", [4096, 4097, 9000, 33_333])
+@pytest.mark.parametrize("threads", [2, 4])
+def test_value_replay_same_bits(small_runs, f, n, threads):
+    """cf(x) (and a guarded variant's forward) sweeps large plain runs in shares of blocks."""
+    x = np.random.default_rng(n).normal(size=n)
+    one = tape.compile(f, x, threads=1)
+    many = tape.compile(f, x, threads=threads)
+    for arg in (x, -0.5 * x):
+        assert one(arg) == many(arg)
+        _same(_calls(one, (arg,)), _calls(many, (arg,)))
+    assert next(reversed(many.variants.values()))._runs  # there was a run to split
