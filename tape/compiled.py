@@ -644,6 +644,8 @@ class _Variant:
         return None
 
     def _forward(self, lo, hi, threads=1):
+        """The values of rows lo..hi-1 in one jitted call (`threads`: as ``_forward_threaded``'s,
+        unused)."""
         A = self.A
         jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, hi)
 
