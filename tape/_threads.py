@@ -8,14 +8,16 @@ _POOL = []  # [workers, executor, pid]
 
 
 def thread_count(threads):
-    """`threads` of ``tape.compile``, resolved: None is the cores this process may run on,
-    rounded down to a power of two (the pieces of a pairwise sum come in powers of two), at
-    most 8."""
+    """`threads` of ``tape.compile``, resolved: None is NUMBA_NUM_THREADS when it is set (as
+    Numba's own threads), else the cores this process may run on; rounded down to a power of two
+    (the pieces of a pairwise sum come in powers of two), at most 8."""
     if threads is None:
-        try:
-            threads = len(os.sched_getaffinity(0))
-        except AttributeError:  # (not on every platform)
-            threads = os.cpu_count() or 1
+        threads = os.environ.get("NUMBA_NUM_THREADS", "")
+        if not threads.strip().isdigit():
+            try:
+                threads = len(os.sched_getaffinity(0))
+            except AttributeError:  # (not on every platform)
+                threads = os.cpu_count() or 1
     threads = max(1, min(int(threads), 8))
     return 1 << (threads.bit_length() - 1)
 

@@ -65,8 +65,9 @@ def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa:
 
     `argnums` (int or tuple) are the arguments gradients are taken with respect to.
     `threads`: how many threads a value_and_grad may split a large run closed by a sum among
-    (at least THREAD_SIZE elements, as a loss over a large array); None: the cores this process
-    may run on, rounded down to a power of two, at most 8; 1: none. Results are the same bits
+    (at least THREAD_SIZE elements, as a loss over a large array); None: NUMBA_NUM_THREADS if
+    set, else the cores this process may run on, rounded down to a power of two, at most 8; 1:
+    none (say so in process pools that already use every core). Results are the same bits
     whatever the count.
     """
     return CompiledTape(f, example_args, argnums, max_variants, threads)

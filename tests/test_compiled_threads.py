@@ -153,3 +153,12 @@ def test_value_replay_same_bits(small_runs, f, n, threads):
         assert one(arg) == many(arg)
         _same(_calls(one, (arg,)), _calls(many, (arg,)))
     assert next(reversed(many.variants.values()))._runs  # there was a run to split
+
+
+def test_thread_count_follows_numba_num_threads(monkeypatch):
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert _threads.thread_count(None) == 1
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "6")
+    assert _threads.thread_count(None) == 4
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "many")  # not a number: the cores
+    assert _threads.thread_count(None) >= 1
