@@ -50,9 +50,10 @@ NUMPY_FORWARD_SIZE = 4096  # elements: below, a Python stop costs more than it s
 ZERO_COPY_SIZE = 1 << 14
 # A seeded run (a run closed by a full sum, swept both ways block by block) of at least this
 # many elements is split among threads on a straight value_and_grad: each takes a piece at the
-# top of NumPy's pairwise summation, so the sum keeps its bits (W3: see THREADS in the README)
+# top of NumPy's pairwise summation, so the sum keeps its bits (W3 on 2 cores: 13.4 -> 9.0 ms)
 THREAD_SIZE = 1 << 17
-_WHOLE = np.zeros(3)  # sweep's `part` for a call on its own
+_WHOLE = np.zeros(3)  # sweep's `part` for a call on its own (jit._interp.WHOLE: tape imports
+# Numba's modules only when a kernel first runs)
 _STEP = np.array([0.0, 1.0, 0.0])  # ... for a step of a threaded call, outside the workers
 _FAMILY_OF = np.array([FAMILIES.index(p.family) for p in TABLE], dtype=np.int64)
 _INPUT, _ESCAPE = FAMILIES.index("input"), FAMILIES.index("escape")
@@ -625,10 +626,10 @@ class _Variant:
         if self.t is None:
             return None
         t, A = self.t, self.A
-        forward = self._forward_threaded if threads != 1 and self._runs else self._forward
+        T = thread_count(threads) if threads != 1 and self._runs else 1
         lo = 0
         for c in self.cuts:
-            forward(lo, c, threads)
+            self._forward(lo, c, T)
             if c in self._numpy_rows:  # the eager path's own ufunc: the same bits, faster
                 y = t.av[t.side_of[c]]
                 TABLE[A.code[c]].ufunc(np.reshape(t.value(int(A.R[c, 1])), y.shape), out=y)
@@ -637,18 +638,12 @@ class _Variant:
             else:  # a custom Function's hub: its forward runs in Python, outputs follow it
                 t.functions[c].replay(t)
             lo = c + 1
-        forward(lo, len(A.sv), threads)
+        self._forward(lo, len(A.sv), T)
         if self.guards:
             for g in self.guards:
                 if not g.holds(t.value):
                     return g
         return None
-
-    def _forward(self, lo, hi, threads=1):
-        """The values of rows lo..hi-1 in one jitted call (`threads`: as ``_forward_threaded``'s,
-        unused)."""
-        A = self.A
-        jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, hi)
 
     @functools.cached_property
     def _runs(self):
@@ -661,13 +656,12 @@ class _Variant:
             runs += [(int(r0), int(e)) for r0, e in found[:count]]
         return runs
 
-    def _forward_threaded(self, lo, hi, threads):
-        """``_forward`` with each large run between lo and hi swept by `threads` workers at
-        once, each on its share of the run's blocks (elementwise rows: the same bits)."""
+    def _forward(self, lo, hi, T):
+        """The values of rows lo..hi-1, each large run among them swept by T workers at once
+        (T > 1), each on its share of the run's blocks (elementwise rows: the same bits)."""
         A = self.A
-        T = thread_count(threads)
-        for r0, e in self._runs:
-            if r0 < lo or e > hi or T < 2:
+        for r0, e in self._runs if T > 1 else ():
+            if r0 < lo or e > hi:
                 continue
             jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, r0)
             run_pieces(lambda part: jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, r0, e,
