@@ -551,11 +551,16 @@ def _unary_case(p):
 
 def _binary_case(p):
     _check_formula(p)
-    loop = ["for j in range(n):"]
+    loop = ["for i0 in range(n0):",
+            "    for i1 in range(n1):",
+            "        oa = i0 * a0 + i1 * a1",
+            "        ob = i0 * b0 + i1 * b1",
+            "        oy = (i0 * n1 + i1) * n2",
+            "        for j in range(n2):"]
     for v in ("a", "b"):
         if _uses(p.f, v):
-            loop.append(f"    {v} = _ld(p{v}, j * st{v})")
-    return loop + [f"    _st(py, j, {p.f})"]
+            loop.append(f"            {v} = _ld(p{v}, o{v} + j * {v}2)")
+    return loop + [f"            _st(py, oy + j, {p.f})"]
 
 
 def _custom(p):
@@ -565,22 +570,44 @@ def _custom(p):
     return CUSTOM[p.name].strip("\n").splitlines()
 
 
-# Binary rows: an operand broadcast through an index map (flag 4 / 8, map offset at IA[iat] /
-# IA[iat + 1]) is gathered into the scratch W first, so every primitive needs one loop only.
+# Binary rows loop over (n0, n1, n2) with element strides (a0, a1, a2) and (b0, b1, b2) into
+# the operands, so every primitive needs one loop nest only: (1, 1, n) with strides 0 or 1 (a
+# one-element operand is read for every element) unless the row broadcasts. A broadcast that
+# collapses to three dimensions (flag 16) is read in place by the strides at IA[iat + 2:iat + 11];
+# any other is gathered into the scratch W first through its index map (flag 4 / 8, map offset
+# at IA[iat] / IA[iat + 1]).
 BINARY_PROLOGUE = """
 fl = code >> 8
-sta = 0 if fl & 1 else 1  # a one-element operand is read for every element
-stb = 0 if fl & 2 else 1
-if fl & 4:
-    ma = IA[iat]
-    for j in range(n):
-        W[j] = _ld(pa, IA[ma + j])
-    pa = _addr(W)
-if fl & 8:
-    mb = IA[iat + 1]
-    for j in range(n):
-        W[n + j] = _ld(pb, IA[mb + j])
-    pb = _addr(W) + 8 * n
+n0 = 1
+n1 = 1
+n2 = n
+a0 = 0
+a1 = 0
+a2 = 0 if fl & 1 else 1
+b0 = 0
+b1 = 0
+b2 = 0 if fl & 2 else 1
+if fl & 16:
+    n0 = IA[iat + 2]
+    n1 = IA[iat + 3]
+    n2 = IA[iat + 4]
+    a0 = IA[iat + 5]
+    a1 = IA[iat + 6]
+    a2 = IA[iat + 7]
+    b0 = IA[iat + 8]
+    b1 = IA[iat + 9]
+    b2 = IA[iat + 10]
+else:
+    if fl & 4:
+        ma = IA[iat]
+        for j in range(n):
+            W[j] = _ld(pa, IA[ma + j])
+        pa = _addr(W)
+    if fl & 8:
+        mb = IA[iat + 1]
+        for j in range(n):
+            W[n + j] = _ld(pb, IA[mb + j])
+        pb = _addr(W) + 8 * n
 """
 
 SELECT_PROLOGUE = """

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FORMAT_VERSION = 1
+# 2: binary rows may carry a strided broadcast loop nest (flag 16, see tape/_record.py)
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)

@@ -214,7 +214,7 @@ def _validate_rows(R, S, IA, is_array, shapes, meta):
     used = set()
     for s, (code, a, b, k) in enumerate(R):
         op, flags = code & 255, code >> 8
-        _need(0 <= op < len(TABLE) and 0 <= flags < 16, f"row {s}: opcode {code}")
+        _need(0 <= op < len(TABLE) and 0 <= flags < 32, f"row {s}: opcode {code}")
         fam = _FAMILY[op]
         _need(flags == 0 or fam in ("binary", "select"), f"row {s}: flags on a {fam} row")
         _need(-1 <= a < s and -1 <= b < s, f"row {s}: operand slots must be earlier rows")
@@ -268,22 +268,38 @@ def _ints(IA, off, count, what):
     return IA[off:off + count]
 
 
+def _strided_nest(IA, iat, n, where):
+    """The element each strided loop (flag 16) reads from operands a and b, in output order."""
+    n0, n1, n2, *strides = (int(v) for v in _ints(IA, iat + 2, 9, where))
+    _need(n >= 1 and all(1 <= d <= n for d in (n0, n1, n2)) and n0 * n1 * n2 == n
+          and all(0 <= s <= MAX_ELEMENTS for s in strides), f"{where}: broadcast loop nest")
+    i0, i1, i2 = np.ix_(np.arange(n0), np.arange(n1), np.arange(n2))
+    return [(i0 * s0 + i1 * s1 + i2 * s2).reshape(-1) for s0, s1, s2 in
+            (strides[:3], strides[3:])]
+
+
 def _check_family(s, fam, name, flags, a, b, n, iat, IA, size):
     where = f"row {s} ({name})"
     if fam == "unary":
         _need(size[a] == n, f"{where}: operand size")
     elif fam in ("binary", "select"):
         _need(not (flags & 1 and flags & 4) and not (flags & 2 and flags & 8), f"{where}: flags")
+        _need(not flags & 16 or (fam == "binary" and flags & 12), f"{where}: flags")
         head = _ints(IA, iat, 2, where) if (flags & 12 or fam == "select") else None
-        for x, one, mapped, hi in ((a, 1, 4, 0), (b, 2, 8, 1)):
+        nest = _strided_nest(IA, iat, n, where) if flags & 16 else None
+        for k, (x, one, mapped, hi) in enumerate(((a, 1, 4, 0), (b, 2, 8, 1))):
             if flags & one:
                 _need(size[x] == 1, f"{where}: a one-element operand")
+                reads = np.zeros(n, np.int64)
             elif flags & mapped:
                 off = int(head[hi])
-                mp = _ints(IA, off, n, where)
+                reads = mp = _ints(IA, off, n, where)
                 _need(n == 0 or (mp.min() >= 0 and mp.max() < size[x]), f"{where}: index map")
             else:
                 _need(size[x] == n, f"{where}: operand size")
+                reads = np.arange(n)
+            if nest is not None:  # the strides must read what the map (or the flags) reads
+                _need(np.array_equal(nest[k], reads), f"{where}: broadcast strides")
         if fam == "select":
             _ints(IA, iat + 2, n, where)
     elif fam in ("reduce", "scan"):

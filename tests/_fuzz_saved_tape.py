@@ -16,6 +16,7 @@ def f(w, X, idx):
         z = z * 2.0
     y = np.cumsum(np.tanh(z[idx]) ** 2) * np.max(w)
     y[0] = np.prod(w[:2])
+    y = y + np.sum(np.tanh(w[:4, None] - w[None, :5]))  # a broadcast read by strides
     return np.sum(np.where(y > 0.1, y, -y)) + np.linalg.slogdet(np.diag(w[:3] * w[:3] + 1.0))[1]
 
 
