@@ -63,10 +63,19 @@ def _unbroadcast_batch(grad, shape):
     return grad.sum(axis=axes, keepdims=True) if axes else grad
 
 
-def _matmul_vjp(g, y, a, b, need_a, need_b):
-    ga = _unbroadcast_batch(g @ np.swapaxes(b, -1, -2), a.shape) if need_a else None
-    gb = _unbroadcast_batch(np.swapaxes(a, -1, -2) @ g, b.shape) if need_b else None
+def _matmul_vjp(g, y, a, b, need_a, need_b, out=(None, None)):
+    """`out`: arrays (or None) to write ga / gb into when no batch broadcast is summed away; they
+    are then returned in place of new ones (a compiled tape passes an adjoint's own zeroed
+    block when this row is its only contribution: no temporary, no accumulating pass)."""
+    ga = _product(g, np.swapaxes(b, -1, -2), a.shape, out[0]) if need_a else None
+    gb = _product(np.swapaxes(a, -1, -2), g, b.shape, out[1]) if need_b else None
     return ga, gb
+
+
+def _product(x, y, shape, out):
+    if out is not None and x.shape[:-1] + y.shape[-1:] == shape and x.shape[:-2] == y.shape[:-2]:
+        return np.matmul(x, y, out=out)
+    return _unbroadcast_batch(x @ y, shape)
 
 
 def _inv_vjp(g, y, a, b, need_a, need_b):

@@ -230,11 +230,12 @@ def reverse_cuts(t, need, hooked=(), hubs=()):
     return cuts, {c for c in cuts if c in t.escapes and need[c]}
 
 
-def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
+def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=None):
     """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
-    `hubs`. `has` marks the slots that hold an adjoint in G."""
+    `hubs`. `has` marks the slots that hold an adjoint in G. `fresh` maps an escape row to the
+    operand bits (1: a, 2: b) whose adjoint it alone contributes to, in a zeroed block."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
@@ -260,7 +261,7 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked):
         if c in dropped:
             if unpacker is not None:
                 unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
-            _run_escape(t, A, c, G, GO, need[c])
+            _run_escape(t, A, c, G, GO, need[c], fresh.get(c, 0) if fresh else 0)
 
 
 def adjoint(A, G, GO, slot, shape):
@@ -350,8 +351,9 @@ def _check_versions(t, A, live, need):
             f"updating the tensor in place, or record again after the update.")
 
 
-def _run_escape(t, A, slot, G, GO, nd):
-    """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments."""
+def _run_escape(t, A, slot, G, GO, nd, fresh=0):
+    """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments. `fresh`: operand
+    bits whose adjoint block is still zero and gets nothing else (see sweep_segments)."""
     R = A.R
     p = TABLE[A.code[slot]]
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
@@ -361,11 +363,17 @@ def _run_escape(t, A, slot, G, GO, nd):
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
-    ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2))
-    if nd & 1:
+    if fresh and p.name == "matmul_blas":  # written straight into the adjoints' blocks
+        into = tuple(G[GO[s]:GO[s] + A.size[s]].reshape(sh) if fresh & bit else None
+                     for s, sh, bit in ((sa, sha, 1), (sb, shb, 2)))
+        ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2), into)
+    else:
+        into = (None, None)
+        ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2))
+    if nd & 1 and ga is not into[0]:
         oa = GO[sa]
         G[oa:oa + A.size[sa]] += np.reshape(ga, -1)
-    if nd & 2:
+    if nd & 2 and gb is not into[1]:
         ob = GO[sb]
         G[ob:ob + A.size[sb]] += np.reshape(gb, -1)
 

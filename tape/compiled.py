@@ -397,6 +397,21 @@ def _same_static(a, b):
         return False
 
 
+def _sole_contributions(A, need, escapes, out):
+    """Escape row -> operand bits (1: a, 2: b) whose adjoint that row alone contributes to, an
+    array slot other than the output's: its block is still zero when the row's rule runs."""
+    a, b = A.R[:, 1], A.R[:, 2]
+    takes = np.concatenate([a[(need & 1) != 0], b[(need & 2) != 0]])
+    count = np.bincount(takes[takes >= 0], minlength=len(A.sv))
+    fresh = {}
+    for c in escapes:
+        bits = sum(bit for s, bit in ((int(a[c]), 1), (int(b[c]), 2))
+                   if need[c] & bit and s != out and count[s] == 1 and A.is_array[s])
+        if bits:
+            fresh[c] = bits
+    return fresh
+
+
 class _Plan:
     """What a gradient of one variant with respect to some inputs needs, computed once: the
     need masks, the adjoint arena and what to read from it and clear in it after a call."""
@@ -435,6 +450,8 @@ class _Plan:
         need[swept] |= jit.CLEAR
         self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
+        self.fresh = {} if v.t.functions else _sole_contributions(A, need, v.escapes,
+                                                                  v.out._slot)
         self.dirty = True
         self.args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)  # sweep's first nine
         s = v.out._slot
@@ -728,7 +745,8 @@ class _Variant:
         direct = {}
         if self.escapes or self.t.functions:  # their backward rules run in Python
             hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
-            sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False)
+            sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False,
+                           fresh=p.fresh)
         else:  # one jitted call: nothing to run in Python between segments
             direct = self._direct_gradients(p) if p.large else direct
             threads = thread_count(threads) if forward and p.split else 1

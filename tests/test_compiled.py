@@ -222,6 +222,44 @@ def test_compile_errors():
         tape.compile(lambda x: np.sum(x * outside), np.ones(2))
 
 
+BLAS_CASES = {  # (loss, whether some BLAS operand's adjoint is written in place)
+    "sole consumer": (lambda A, B: np.sum(np.sin(np.tanh(A) @ B)), True),
+    "two consumers": (lambda A, B: np.sum(np.sin(np.tanh(A) @ B)) + np.sum(np.tanh(A) ** 2),
+                      True),  # (B's adjoint still is)
+    "equal operands": (lambda A, B: np.sum(np.sin((A[:50, :50] * 1.0) @ (A[:50, :50] * 1.0))),
+                       True),  # (two slots, one consumer each)
+    "same slot twice": (lambda A, B: np.sum(np.sin(_twice(A[:50, :50] * 1.0))), False),
+    "batch broadcast": (lambda A, B: np.sum(np.sin(np.reshape(A * 1.0, (3, 20, 50)) @ B)), True),
+    "output is the product": (lambda A, B: (A * 1.0) @ B, True),
+}
+
+
+def _twice(M):
+    return M @ M
+
+
+@pytest.mark.parametrize("name", sorted(BLAS_CASES))
+def test_blas_adjoints_in_place_equal_eager(name):
+    """A BLAS row that alone contributes to an operand's adjoint writes it straight into the
+    operand's zeroed block; the results, and the next call's, are those of the eager path."""
+    f, in_place = BLAS_CASES[name]
+    rng = np.random.default_rng(5)
+    A, B = rng.normal(size=(60, 50)), rng.normal(size=(50, 40))
+    cf = tape.compile(f, A, B, argnums=(0, 1))
+    scalar = np.ndim(cf(A, B)) == 0
+    for _ in range(2):
+        A, B = rng.normal(size=(60, 50)), rng.normal(size=(50, 40))
+        if scalar:
+            got, want = cf.value_and_grad(A, B), _eager(f, (A, B), (0, 1))
+        else:
+            seed = rng.normal(size=(60, 40))
+            got = cf.vjp(A, B)[1](seed)
+            want = tape.vjp(f, A, B)[1](seed)
+        _close(got, want, rtol=1e-12)
+    plan = next(iter(_variant(cf)._plans.values()))
+    assert bool(plan.fresh) == in_place
+
+
 def _module_level_loss(w, X):
     return np.sum(np.tanh(X @ w) ** 2)
 
