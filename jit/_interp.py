@@ -580,28 +580,35 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-1.0)))
     elif op == 31:  # multiply
-        if nd & 1:
-            if (fl & 15) == 0:  # operands of the result's size
-                for j in range(n):
-                    b = _ld(pb, j)
-                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
-            else:  # a one-element operand, or one broadcast through an index map
-                for j in range(n):
-                    ja = IA[ma + j] if ma >= 0 else j * sta
-                    jb = IA[mb + j] if mb >= 0 else j * stb
-                    b = _ld(pb, jb)
-                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b)))
-        if nd & 2:
-            if (fl & 15) == 0:  # operands of the result's size
-                for j in range(n):
-                    a = _ld(pa, j)
-                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
-            else:  # a one-element operand, or one broadcast through an index map
-                for j in range(n):
-                    jb = IA[mb + j] if mb >= 0 else j * stb
-                    ja = IA[ma + j] if ma >= 0 else j * sta
-                    a = _ld(pa, ja)
-                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (a)))
+        if nd & 3 == 3 and pa == pb and ga == gb and fl == 0:
+            for j in range(n):
+                x = _ld(pa, j)
+                g = _ld(pG, gy + j)
+                _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+                _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+        else:
+            if nd & 1:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        b = _ld(pb, j)
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b)))
+            if nd & 2:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        a = _ld(pa, j)
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (a)))
     elif op == 32:  # divide
         if nd & 1:
             if (fl & 15) == 0:  # operands of the result's size

@@ -394,3 +394,14 @@ def test_pairwise_from_leaves_is_numpys_sum(n):
     leaves = np.array([_interp._pairwise(x.ctypes.data, starts[q], starts[q + 1] - starts[q])
                        for q in range(count)] or [0.0])
     assert 0.0 + _interp._pairwise_combine(n, leaves) == np.sum(x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 3 * BLOCK + 5])
+def test_square_adjoint_in_one_pass_keeps_the_two_pass_bits(n):
+    """x * x sweeps both operands' terms in one pass: (G + g x) + g x, as the two passes did."""
+    rng = np.random.default_rng(n)
+    x0, c = rng.normal(size=n), rng.normal(size=n)
+    f = lambda x: np.sum(c * (x * x)) + np.sum(x * 3.0)  # noqa: E731
+    want = (3.0 + c * x0) + c * x0  # x * 3.0's adjoint first (a later row), then the square's
+    np.testing.assert_array_equal(tape.grad(f)(x0), want)
+    np.testing.assert_array_equal(tape.compile(f, x0).grad(x0), want)
