@@ -235,7 +235,8 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
     `hubs`. `has` marks the slots that hold an adjoint in G. `fresh` maps an escape row to the
-    operand bits (1: a, 2: b) whose adjoint it alone contributes to, in a zeroed block."""
+    operand bits (1: a, 2: b) whose adjoint it alone contributes to, in a zeroed block, and 4:
+    zero the row's own adjoint once read (a compiled tape's arena is clean for its next call)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
@@ -353,7 +354,8 @@ def _check_versions(t, A, live, need):
 
 def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments. `fresh`: operand
-    bits whose adjoint block is still zero and gets nothing else (see sweep_segments)."""
+    bits whose adjoint block is still zero and gets nothing else, and 4: zero the row's own
+    adjoint afterwards, while it is still in cache (see sweep_segments)."""
     R = A.R
     p = TABLE[A.code[slot]]
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
@@ -363,7 +365,7 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
-    if fresh and p.name == "matmul_blas":  # written straight into the adjoints' blocks
+    if fresh & 3 and p.name == "matmul_blas":  # written straight into the adjoints' blocks
         into = tuple(G[GO[s]:GO[s] + A.size[s]].reshape(sh) if fresh & bit else None
                      for s, sh, bit in ((sa, sha, 1), (sb, shb, 2)))
         ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2), into)
@@ -376,6 +378,8 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     if nd & 2 and gb is not into[1]:
         ob = GO[sb]
         G[ob:ob + A.size[sb]] += np.reshape(gb, -1)
+    if fresh & 4:
+        g[...] = 0.0
 
 
 def _run_function(node, A, G, GO, live, need):

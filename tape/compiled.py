@@ -448,10 +448,14 @@ class _Plan:
         family = _FAMILY_OF[A.code]
         swept = (need != 0) & (family != _INPUT) & (family != _ESCAPE)
         need[swept] |= jit.CLEAR
-        self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
-                     for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.fresh = {} if v.t.functions else _sole_contributions(A, need, v.escapes,
                                                                   v.out._slot)
+        for c in v.escapes:  # their rules zero their own adjoints, still in cache
+            if need[c] and live[c]:
+                self.fresh[c] = self.fresh.get(c, 0) | 4
+                swept[c] = True
+        self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
+                     for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.dirty = True
         self.args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)  # sweep's first nine
         s = v.out._slot
