@@ -700,22 +700,24 @@ Q = IA[iat + 2]
 for p in range(P):
     for q in range(Q):
         g = G[gy + p * Q + q]
-        zeros = 0
-        zpos = -1
-        rest = 1.0  # product of the nonzero factors
+        rest = 1.0
         for r in range(Rr):
-            x = _ld(pa, (p * Rr + r) * Q + q)
-            if x == 0.0:
-                zeros += 1
-                zpos = r
-            else:
-                rest *= x
-        if zeros == 0:
+            rest *= _ld(pa, (p * Rr + r) * Q + q)
+        if rest != 0.0 and abs(rest) < inf:  # every factor finite and nonzero: rest / x_r
             for r in range(Rr):
                 off = (p * Rr + r) * Q + q
                 G[ga + off] += g * (rest / _ld(pa, off))
-        elif zeros == 1:
-            G[ga + (p * Rr + zpos) * Q + q] += g * rest
+        else:  # a zero, an inf, a NaN or an over/underflow: products of the others, exactly
+            left = np.empty(Rr)  # (prefix times suffix, no division: prod([inf, 2]) -> [2, inf])
+            run = 1.0
+            for r in range(Rr):
+                left[r] = run
+                run *= _ld(pa, (p * Rr + r) * Q + q)
+            run = 1.0
+            for r in range(Rr - 1, -1, -1):
+                off = (p * Rr + r) * Q + q
+                G[ga + off] += g * (left[r] * run)
+                run *= _ld(pa, off)
 """,
     "amax": """
 P = IA[iat]
@@ -753,29 +755,21 @@ Rr = IA[iat + 1]
 Q = IA[iat + 2]
 for p in range(P):
     for q in range(Q):
-        has_zero = False
-        for r in range(Rr):
-            if _ld(pa, (p * Rr + r) * Q + q) == 0.0:
-                has_zero = True
-        if not has_zero:
-            acc = 0.0
-            for r in range(Rr - 1, -1, -1):
-                off = (p * Rr + r) * Q + q
-                acc += G[gy + off] * _ld(py, off)
-                G[ga + off] += acc / _ld(pa, off)
-        else:
-            # exact O(R^2) form when a factor is zero: sum_k>=r g_k prod_{i<=k, i!=r} x_i
-            for r in range(Rr):
-                pre = 1.0
-                if r > 0:
-                    pre = _ld(py, (p * Rr + r - 1) * Q + q)
-                acc = 0.0
-                run = pre
-                for kk in range(r, Rr):
-                    if kk > r:
-                        run *= _ld(pa, (p * Rr + kk) * Q + q)
-                    acc += G[gy + (p * Rr + kk) * Q + q] * run
-                G[ga + (p * Rr + r) * Q + q] += acc
+        # ga_r = y_{r-1} T_r with T_r = g_r + x_{r+1} T_{r+1}: no division, so exact at zeros
+        # and infinities, and O(R). A zero factor ends the terms it multiplies, however large
+        # the products after it have grown (they may overflow to inf: 0 * inf would be NaN)
+        acc = 0.0
+        for r in range(Rr - 1, -1, -1):
+            off = (p * Rr + r) * Q + q
+            xn = _ld(pa, off + Q) if r < Rr - 1 else 0.0
+            if xn != 0.0:
+                acc = G[gy + off] + xn * acc
+            else:
+                acc = G[gy + off]
+            if r == 0:
+                G[ga + off] += acc
+            elif _ld(py, off - Q) != 0.0:
+                G[ga + off] += _ld(py, off - Q) * acc
 """,
     "gather": """
 for j in range(n):

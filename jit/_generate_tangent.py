@@ -290,26 +290,32 @@ Rr = IA[iat + 1]
 Q = IA[iat + 2]
 for p in range(P):
     for q in range(Q):
-        zeros = 0
-        zpos = -1
-        rest = 1.0  # product of the nonzero factors
+        rest = 1.0
         for r in range(Rr):
-            x = _ld(pa, (p * Rr + r) * Q + q)
-            if x == 0.0:
-                zeros += 1
-                zpos = r
-            else:
-                rest *= x
-        # the reverse's weights: rest / x_r without zeros, rest at a single zero, else 0
+            rest *= _ld(pa, (p * Rr + r) * Q + q)
+        # the reverse's weights: rest / x_r when every factor is finite and nonzero, else the
+        # products of the others (prefix times suffix, exact at zeros and infinities)
+        safe = rest != 0.0 and abs(rest) < inf
+        left = np.empty(0 if safe else Rr)
+        right = np.empty(0 if safe else Rr)
+        if not safe:
+            run = 1.0
+            for r in range(Rr):
+                left[r] = run
+                run *= _ld(pa, (p * Rr + r) * Q + q)
+            run = 1.0
+            for r in range(Rr - 1, -1, -1):
+                right[r] = run
+                run *= _ld(pa, (p * Rr + r) * Q + q)
         for j in range(k):
             oa = ta + j * na
             acc = 0.0
-            if zeros == 0:
-                for r in range(Rr):
-                    off = (p * Rr + r) * Q + q
+            for r in range(Rr):
+                off = (p * Rr + r) * Q + q
+                if safe:
                     acc += (rest / _ld(pa, off)) * T[oa + off]
-            elif zeros == 1:
-                acc = rest * T[oa + (p * Rr + zpos) * Q + q]
+                else:
+                    acc += (left[r] * right[r]) * T[oa + off]
             T[ty + j * n + p * Q + q] = acc
 """,
     "amax": """
@@ -360,36 +366,21 @@ for j in range(k):
 P = IA[iat]
 Rr = IA[iat + 1]
 Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        has_zero = False
-        for r in range(Rr):
-            if _ld(pa, (p * Rr + r) * Q + q) == 0.0:
-                has_zero = True
-        for j in range(k):
-            oa = ta + j * na
-            oy = ty + j * n
-            if not has_zero:
-                # dy_r = y_r sum_{i<=r} dx_i / x_i (the reverse divides the same way)
-                acc = 0.0
-                for r in range(Rr):
-                    off = (p * Rr + r) * Q + q
-                    acc += T[oa + off] / _ld(pa, off)
-                    T[oy + off] = acc * _ld(py, off)
-            else:
-                # exact O(R^2) form when a factor is zero:
-                # dy_c = sum_{r<=c} dx_r prod_{i<=c, i!=r} x_i
-                for r in range(Rr):
-                    T[oy + (p * Rr + r) * Q + q] = 0.0
-                for r in range(Rr):
-                    run = 1.0
-                    if r > 0:
-                        run = _ld(py, (p * Rr + r - 1) * Q + q)
-                    u = T[oa + (p * Rr + r) * Q + q]
-                    for kk in range(r, Rr):
-                        if kk > r:
-                            run *= _ld(pa, (p * Rr + kk) * Q + q)
-                        T[oy + (p * Rr + kk) * Q + q] += u * run
+for j in range(k):
+    oa = ta + j * na
+    oy = ty + j * n
+    for p in range(P):
+        for q in range(Q):
+            # the product rule dy_r = x_r dy_{r-1} + y_{r-1} dx_r: no division, so exact at zeros
+            # and infinities, and O(R)
+            acc = 0.0
+            for r in range(Rr):
+                off = (p * Rr + r) * Q + q
+                if r > 0:
+                    acc = _ld(pa, off) * acc + _ld(py, off - Q) * T[oa + off]
+                else:
+                    acc = T[oa + off]
+                T[oy + off] = acc
 """,
     "gather": """
 for j in range(k):

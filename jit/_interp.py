@@ -898,22 +898,24 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
         for p in range(P):
             for q in range(Q):
                 g = _ld(pG, gy + p * Q + q)
-                zeros = 0
-                zpos = -1
-                rest = 1.0  # product of the nonzero factors
+                rest = 1.0
                 for r in range(Rr):
-                    x = _ld(pa, (p * Rr + r) * Q + q)
-                    if x == 0.0:
-                        zeros += 1
-                        zpos = r
-                    else:
-                        rest *= x
-                if zeros == 0:
+                    rest *= _ld(pa, (p * Rr + r) * Q + q)
+                if rest != 0.0 and abs(rest) < inf:  # every factor finite and nonzero: rest / x_r
                     for r in range(Rr):
                         off = (p * Rr + r) * Q + q
                         _st(pG, ga + off, _ld(pG, ga + off) + (g * (rest / _ld(pa, off))))
-                elif zeros == 1:
-                    _st(pG, ga + (p * Rr + zpos) * Q + q, _ld(pG, ga + (p * Rr + zpos) * Q + q) + (g * rest))
+                else:  # a zero, an inf, a NaN or an over/underflow: products of the others, exactly
+                    left = np.empty(Rr)  # (prefix times suffix, no division: prod([inf, 2]) -> [2, inf])
+                    run = 1.0
+                    for r in range(Rr):
+                        left[r] = run
+                        run *= _ld(pa, (p * Rr + r) * Q + q)
+                    run = 1.0
+                    for r in range(Rr - 1, -1, -1):
+                        off = (p * Rr + r) * Q + q
+                        _st(pG, ga + off, _ld(pG, ga + off) + (g * (left[r] * run)))
+                        run *= _ld(pa, off)
     elif op == 44:  # amax
         P = IA[iat]
         Rr = IA[iat + 1]
@@ -972,29 +974,21 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
         Q = IA[iat + 2]
         for p in range(P):
             for q in range(Q):
-                has_zero = False
-                for r in range(Rr):
-                    if _ld(pa, (p * Rr + r) * Q + q) == 0.0:
-                        has_zero = True
-                if not has_zero:
-                    acc = 0.0
-                    for r in range(Rr - 1, -1, -1):
-                        off = (p * Rr + r) * Q + q
-                        acc += _ld(pG, gy + off) * _ld(py, off)
-                        _st(pG, ga + off, _ld(pG, ga + off) + (acc / _ld(pa, off)))
-                else:
-                    # exact O(R^2) form when a factor is zero: sum_k>=r g_k prod_{i<=k, i!=r} x_i
-                    for r in range(Rr):
-                        pre = 1.0
-                        if r > 0:
-                            pre = _ld(py, (p * Rr + r - 1) * Q + q)
-                        acc = 0.0
-                        run = pre
-                        for kk in range(r, Rr):
-                            if kk > r:
-                                run *= _ld(pa, (p * Rr + kk) * Q + q)
-                            acc += _ld(pG, gy + (p * Rr + kk) * Q + q) * run
-                        _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (acc))
+                # ga_r = y_{r-1} T_r with T_r = g_r + x_{r+1} T_{r+1}: no division, so exact at zeros
+                # and infinities, and O(R). A zero factor ends the terms it multiplies, however large
+                # the products after it have grown (they may overflow to inf: 0 * inf would be NaN)
+                acc = 0.0
+                for r in range(Rr - 1, -1, -1):
+                    off = (p * Rr + r) * Q + q
+                    xn = _ld(pa, off + Q) if r < Rr - 1 else 0.0
+                    if xn != 0.0:
+                        acc = _ld(pG, gy + off) + xn * acc
+                    else:
+                        acc = _ld(pG, gy + off)
+                    if r == 0:
+                        _st(pG, ga + off, _ld(pG, ga + off) + (acc))
+                    elif _ld(py, off - Q) != 0.0:
+                        _st(pG, ga + off, _ld(pG, ga + off) + (_ld(py, off - Q) * acc))
 
 
 @njit(error_model="numpy")

@@ -231,9 +231,9 @@ def row_tangent(rd, slot, ta, tb, functions=None):
             out = np.cumsum(tx, axis=1)
         else:  # cumprod: d y_k = sum_{j<=k} dx_j prod_{i<=k, i!=j} x_i
             x = np.reshape(rd.tensor(a), (P, R, Q))
-            if (np.asarray(x._v) != 0.0).all():
+            if _all_normal(x) and _all_normal(y):
                 out = np.reshape(y, (P, R, Q)) * np.cumsum(tx / x, axis=1)
-            else:  # the recurrence dy_k = dy_{k-1} x_k + y_{k-1} dx_k is exact at zeros
+            else:  # the recurrence dy_k = dy_{k-1} x_k + y_{k-1} dx_k: exact at zeros and inf
                 yr = np.reshape(y, (P, R, Q))
                 cols = [tx[:, 0:1, :]]
                 for k in range(1, R):
@@ -255,6 +255,12 @@ def row_tangent(rd, slot, ta, tb, functions=None):
     if fam == "escape":
         return _escape_tangent(rd, slot, p.name, a, b, ta, tb, functions)
     raise NotImplementedError(f"no forward-mode rule for op '{p.name}'")
+
+
+def _all_normal(x):
+    """Every element finite and nonzero (then dividing by it is exact enough)."""
+    v = np.asarray(getattr(x, "_v", x))
+    return bool(np.isfinite(v).all() and (v != 0.0).all())
 
 
 def _exclusive_products(x):

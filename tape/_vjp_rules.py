@@ -17,7 +17,7 @@ from jit.table import OPCODE, TABLE
 
 from . import _record
 from ._record import plain
-from ._tangents import _derivative, _exclusive_products, _fit_value, _shape
+from ._tangents import _all_normal, _derivative, _exclusive_products, _fit_value, _shape
 
 COPY = OPCODE["copy"]
 
@@ -93,18 +93,22 @@ def row_vjp(rd, slot, g, nd, functions=None):
         else:
             x = np.reshape(rd.tensor(a), (P, R, Q))
             yq = np.reshape(y, (P, R, Q))
-            if (np.asarray(x._v) != 0.0).all():
+            if _all_normal(x) and _all_normal(yq):
                 out = np.flip(np.cumsum(np.flip(gq * yq, axis=1), axis=1), axis=1) / x
-            else:  # exact at zeros: ga_r = sum_{k>=r} g_k prod_{i<=k, i!=r} x_i
-                cols = []
-                for r in range(R):
-                    pre = yq[:, r - 1:r, :] if r > 0 else plain(np.ones((P, 1, Q)))
-                    run, acc = pre, gq[:, r:r + 1, :] * pre
-                    for k in range(r + 1, R):
-                        run = run * x[:, k:k + 1, :]
-                        acc = acc + gq[:, k:k + 1, :] * run
-                    cols.append(acc)
-                out = np.concatenate(cols, axis=1)
+            else:  # no division, exact at zeros and infinities: ga_r = y_{r-1} T_r with
+                # T_r = g_r + x_{r+1} T_{r+1}, as the jitted reverse kernel
+                # (a zero factor ends the terms it multiplies, even where the products after
+                # it overflowed to inf)
+                xzero = np.asarray(getattr(x, "_v", x)) == 0.0
+                cols = [gq[:, R - 1:, :]]
+                for r in range(R - 2, -1, -1):
+                    cols.append(_record.where(xzero[:, r + 1:r + 2, :], gq[:, r:r + 1, :],
+                                              gq[:, r:r + 1, :] + x[:, r + 1:r + 2, :] * cols[-1]))
+                cols.reverse()
+                zero = np.asarray(getattr(yq, "_v", yq)) == 0.0
+                out = np.concatenate([cols[0]] + [
+                    _record.where(zero[:, r - 1:r, :], 0.0, yq[:, r - 1:r, :] * cols[r])
+                    for r in range(1, R)], axis=1)
         return np.reshape(out, sha), None
     if fam == "gather":
         idx = np.asarray(rd.ints(iat, math.prod(shape)))

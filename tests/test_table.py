@@ -429,6 +429,77 @@ def test_cumprod_with_zeros():
         np.testing.assert_allclose(g, ref, rtol=1e-14, atol=0)
 
 
+
+def _others(x, r):
+    """prod of x without position r, in float64 (reference, no division)."""
+    out = 1.0
+    with np.errstate(all="ignore"):
+        for i, v in enumerate(x):
+            if i != r:
+                out *= v
+    return out
+
+
+PROD_EDGES = [[np.inf, 2.0, 3.0], [2.0, -np.inf, 0.5], [np.inf, 0.0, 3.0], [1e-200, 1e-200, 1e200],
+              [1e200, 1e200, 1e-200], [np.nan, 2.0, 3.0], [0.0, np.inf, np.inf]]
+
+
+@pytest.mark.parametrize("x", PROD_EDGES)
+def test_prod_gradient_at_infinities_and_over_or_underflow(x):
+    """The products of the other factors, with no division: prod([inf, 2, 3]) has gradient
+    [6, inf, inf] (not NaN at the inf), and one that underflows still has its nonzero partials."""
+    x = np.array(x)
+    want = [_others(x, r) for r in range(x.size)]
+    with np.errstate(all="ignore"):
+        for g in (grads(np.prod, x)[0], tape.compile(np.prod, x).grad(x)):
+            np.testing.assert_array_equal(g, want)
+        # forward mode: each partial alone (a one-hot tangent), where it is not 0 * inf
+        ones = np.ones_like(x)
+        _, t = tape.jvp(np.prod, (x,), (ones,))
+        np.testing.assert_array_equal(t, np.sum(want))
+
+
+def _cumprod_reference(x, ct):
+    g = np.zeros_like(x)
+    for r in range(x.size):
+        for k in range(r, x.size):
+            g[r] += ct[k] * _others(x[:k + 1], r)
+    return g
+
+
+# (not [0, inf, inf]: after a zero factor the reverse returns 0, where these IEEE products
+# give 0 * inf = NaN)
+@pytest.mark.parametrize("x", PROD_EDGES[:-1] + [[2.0, 0.0, 3.0, 0.0, 5.0]])
+def test_cumprod_gradient_at_infinities_and_over_or_underflow(x):
+    x = np.array(x)
+    ct = np.array([1.0, 0.5, 2.0, 1.5, 0.25][:x.size])
+    with np.errstate(all="ignore"):
+        want = _cumprod_reference(x, ct)
+        _, (g,) = tape_vjp(lambda a: np.cumprod(a), [x], ct, (0,))
+        np.testing.assert_allclose(g, want, rtol=1e-15)
+        # second order through the graph-mode rule: d/dx of (its first-order gradient . ct)
+        xt = tape.tensor(x, requires_grad=True)
+        (g1,) = tape.autograd.grad(np.sum(np.cumprod(xt) * ct), [xt], create_graph=True)
+        np.testing.assert_allclose(g1.detach().numpy(), want, rtol=1e-15)
+        # forward mode: the product rule, exact at zeros and infinities
+        tangent = np.linspace(1.0, 2.0, x.size)
+        _, t = tape.jvp(lambda a: np.cumprod(a), (x,), (tangent,))
+        ref = [sum(tangent[r] * _others(x[:k + 1], r) for r in range(k + 1))
+               for k in range(x.size)]
+        np.testing.assert_allclose(t, ref, rtol=1e-15)
+
+
+def test_long_cumprod_with_a_zero_is_linear_time():
+    x = np.linspace(0.5, 1.5, 200_000)
+    x[7] = 0.0
+    with np.errstate(over="ignore"):
+        (g,) = grads(lambda a: np.sum(np.cumprod(a)), x)  # was O(R^2) at a zero: 10^10 steps
+    # after the zero every partial is 0, though the products of the later factors overflow
+    assert not np.any(g[8:])
+    np.testing.assert_allclose(g[:7], [_cumprod_reference(x[:8], np.ones(8))[r]
+                                       for r in range(7)], rtol=1e-13)
+
+
 NOJIT = bool(numba.config.DISABLE_JIT)
 def test_sqrt_at_zero_has_infinite_gradient():
     (g,) = grads(np.sqrt, [0.0, 4.0])
