@@ -355,6 +355,8 @@ if config.DISABLE_JIT:  # plain Python: libm (the intrinsics above need Numba)
 # runs of same-size elementwise rows of at least MIN_RUN_SIZE elements go block by block
 BLOCK = 2048
 MIN_RUN_SIZE = 2 * BLOCK
+# broadcast binary rows with inner lines this long are swept line by line in the reverse
+LINE = 32
 UNARY = 1
 BINARY = 2
 
@@ -1344,6 +1346,39 @@ def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, F
         _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
+@njit(error_model="numpy")
+def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """The reverse of one binary row. A broadcast one whose loop nest (flag 16) has long inner
+    lines, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
+    operand read at stride 0 as a one-element one): its adjoints accumulate in the same order
+    as through the index maps, which stay for the other broadcasts (W2's (25, 1000) rows minus
+    a (25, 1) or (1, 1000) operand: 95 -> 45 us)."""
+    lines0 = 1
+    lines1 = 1
+    m = n
+    a0 = 0
+    a1 = 0
+    b0 = 0
+    b1 = 0
+    line = code
+    if (code >> 8) & 16 and IA[iat + 4] >= LINE and IA[iat + 7] <= 1 and IA[iat + 10] <= 1:
+        lines0 = IA[iat + 2]
+        lines1 = IA[iat + 3]
+        m = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1) << 8
+    for i0 in range(lines0):
+        for i1 in range(lines1):
+            oa = i0 * a0 + i1 * a1
+            ob = i0 * b0 + i1 * b1
+            oy = (i0 * lines1 + i1) * m
+            _reverse_binary(line, nd, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob,
+                            py + 8 * oy, gy + oy, G, IA, FA)
+
+
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
 # arena again and again; clearing what it has just read, while it is in cache, spares a pass
 # over the whole arena per call (W3: a 72 MB fill, 4.8 ms).
@@ -1562,7 +1597,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
         if fam == 1:  # unary
             _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 2:  # binary
-            _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
             _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 4:  # reduce

@@ -143,3 +143,21 @@ def test_saved_loop_nest_round_trip(tmp_path):
     v0, g0 = tape.value_and_grad(f)(means, x)
     assert abs(v - v0) <= 1e-14 * abs(v0)
     np.testing.assert_allclose(g, g0, rtol=1e-13)
+
+
+@pytest.mark.parametrize("sa, sb", [((25, 1), (25, 40)), ((1, 40), (25, 40)), ((40,), (3, 5, 40)),
+                                    ((3, 1, 40), (3, 5, 40)), ((5, 1), (5, 33))])
+def test_long_lines_reverse_equals_index_maps(sa, sb, monkeypatch):
+    """Reverse of a broadcast with inner lines of LINE or more elements goes line by line (an
+    operand at inner stride 0 as a one-element one): the same bits as through the maps."""
+    rng = np.random.default_rng(len(sa) + len(sb))
+    a, b = rng.normal(size=sa), rng.normal(size=sb)
+    f = lambda a, b: np.sum(np.sin(a - b) * (a * b))  # noqa: E731
+    lines = tape.value_and_grad(f, argnums=(0, 1))(a, b)
+    replay = tape.compile(f, a, b, argnums=(0, 1)).value_and_grad(a, b)
+    monkeypatch.setattr(_record, "strided_broadcast", lambda *args: ())
+    maps = tape.value_and_grad(f, argnums=(0, 1))(a, b)
+    for got in (lines, replay):
+        assert got[0] == maps[0]
+        for g, h in zip(got[1], maps[1]):
+            np.testing.assert_array_equal(g, h)
