@@ -756,19 +756,37 @@ for p in range(P):
 P = IA[iat]
 Rr = IA[iat + 1]
 Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        y = _ld(py, p * Q + q)
+if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
+    for p in range(P):
+        y = _ld(py, p)
         ties = 0
         for r in range(Rr):
-            x = _ld(pa, (p * Rr + r) * Q + q)
+            x = _ld(pa, p * Rr + r)
             if x == y or (x != x and y != y):
                 ties += 1
-        share = G[gy + p * Q + q] / ties
+        share = G[gy + p] / ties
         for r in range(Rr):
-            x = _ld(pa, (p * Rr + r) * Q + q)
+            x = _ld(pa, p * Rr + r)
             if x == y or (x != x and y != y):
-                G[ga + (p * Rr + r) * Q + q] += share
+                G[ga + p * Rr + r] += share
+else:  # the same, Q extremes at a time along the contiguous axis (W2's max over axis 0 of a
+    # (25, 1000) array: 77 -> 42 us); each element gets the same share once, so the same bits
+    ties = np.zeros(Q, np.int64)
+    for p in range(P):
+        for q in range(Q):
+            ties[q] = 0
+        for r in range(Rr):
+            for q in range(Q):
+                x = _ld(pa, (p * Rr + r) * Q + q)
+                y = _ld(py, p * Q + q)
+                if x == y or (x != x and y != y):
+                    ties[q] += 1
+        for r in range(Rr):
+            for q in range(Q):
+                x = _ld(pa, (p * Rr + r) * Q + q)
+                y = _ld(py, p * Q + q)
+                if x == y or (x != x and y != y):
+                    G[ga + (p * Rr + r) * Q + q] += G[gy + p * Q + q] / ties[q]
 """,
     "cumsum": """
 P = IA[iat]

@@ -922,36 +922,72 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
         P = IA[iat]
         Rr = IA[iat + 1]
         Q = IA[iat + 2]
-        for p in range(P):
-            for q in range(Q):
-                y = _ld(py, p * Q + q)
+        if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
+            for p in range(P):
+                y = _ld(py, p)
                 ties = 0
                 for r in range(Rr):
-                    x = _ld(pa, (p * Rr + r) * Q + q)
+                    x = _ld(pa, p * Rr + r)
                     if x == y or (x != x and y != y):
                         ties += 1
-                share = _ld(pG, gy + p * Q + q) / ties
+                share = _ld(pG, gy + p) / ties
                 for r in range(Rr):
-                    x = _ld(pa, (p * Rr + r) * Q + q)
+                    x = _ld(pa, p * Rr + r)
                     if x == y or (x != x and y != y):
-                        _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (share))
+                        _st(pG, ga + p * Rr + r, _ld(pG, ga + p * Rr + r) + (share))
+        else:  # the same, Q extremes at a time along the contiguous axis (W2's max over axis 0 of a
+            # (25, 1000) array: 77 -> 42 us); each element gets the same share once, so the same bits
+            ties = np.zeros(Q, np.int64)
+            for p in range(P):
+                for q in range(Q):
+                    ties[q] = 0
+                for r in range(Rr):
+                    for q in range(Q):
+                        x = _ld(pa, (p * Rr + r) * Q + q)
+                        y = _ld(py, p * Q + q)
+                        if x == y or (x != x and y != y):
+                            ties[q] += 1
+                for r in range(Rr):
+                    for q in range(Q):
+                        x = _ld(pa, (p * Rr + r) * Q + q)
+                        y = _ld(py, p * Q + q)
+                        if x == y or (x != x and y != y):
+                            _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (_ld(pG, gy + p * Q + q) / ties[q]))
     elif op == 45:  # amin
         P = IA[iat]
         Rr = IA[iat + 1]
         Q = IA[iat + 2]
-        for p in range(P):
-            for q in range(Q):
-                y = _ld(py, p * Q + q)
+        if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
+            for p in range(P):
+                y = _ld(py, p)
                 ties = 0
                 for r in range(Rr):
-                    x = _ld(pa, (p * Rr + r) * Q + q)
+                    x = _ld(pa, p * Rr + r)
                     if x == y or (x != x and y != y):
                         ties += 1
-                share = _ld(pG, gy + p * Q + q) / ties
+                share = _ld(pG, gy + p) / ties
                 for r in range(Rr):
-                    x = _ld(pa, (p * Rr + r) * Q + q)
+                    x = _ld(pa, p * Rr + r)
                     if x == y or (x != x and y != y):
-                        _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (share))
+                        _st(pG, ga + p * Rr + r, _ld(pG, ga + p * Rr + r) + (share))
+        else:  # the same, Q extremes at a time along the contiguous axis (W2's max over axis 0 of a
+            # (25, 1000) array: 77 -> 42 us); each element gets the same share once, so the same bits
+            ties = np.zeros(Q, np.int64)
+            for p in range(P):
+                for q in range(Q):
+                    ties[q] = 0
+                for r in range(Rr):
+                    for q in range(Q):
+                        x = _ld(pa, (p * Rr + r) * Q + q)
+                        y = _ld(py, p * Q + q)
+                        if x == y or (x != x and y != y):
+                            ties[q] += 1
+                for r in range(Rr):
+                    for q in range(Q):
+                        x = _ld(pa, (p * Rr + r) * Q + q)
+                        y = _ld(py, p * Q + q)
+                        if x == y or (x != x and y != y):
+                            _st(pG, ga + (p * Rr + r) * Q + q, _ld(pG, ga + (p * Rr + r) * Q + q) + (_ld(pG, gy + p * Q + q) / ties[q]))
 
 
 @njit(error_model="numpy")
