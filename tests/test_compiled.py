@@ -224,6 +224,7 @@ def test_compile_errors():
 
 BLAS_CASES = {  # (loss, whether some BLAS operand's adjoint is written in place)
     "sole consumer": (lambda A, B: np.sum(np.sin(np.tanh(A) @ B)), True),
+    "inputs themselves": (lambda A, B: np.sum(np.sin(A @ B)), True),
     "two consumers": (lambda A, B: np.sum(np.sin(np.tanh(A) @ B)) + np.sum(np.tanh(A) ** 2),
                       True),  # (B's adjoint still is)
     "equal operands": (lambda A, B: np.sum(np.sin((A[:50, :50] * 1.0) @ (A[:50, :50] * 1.0))),
