@@ -485,7 +485,7 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
     """The reverse of an add or subtract row broadcast by strides (flag 16) with short lines:
     each needed operand's adjoint gets the row's adjoint times its constant derivative (1, or
     -1 for b of a subtract), by the strides, in the order and with the arithmetic of the index
-    maps' loop (W2's centring x[None] - means[:, None]: 184-260 -> ~130 us)."""
+    maps' loop (W2's centring x[None] - means[:, None]: 184-260 -> ~137 us)."""
     pG = _addr(G)
     n0 = IA[iat + 2]
     n1 = IA[iat + 3]
@@ -508,13 +508,15 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
 
 @njit(error_model="numpy")
 def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
-    """The reverse of one binary row. A broadcast one whose loop nest (flag 16) has long inner
-    lines, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
-    operand read at stride 0 as a one-element one): its adjoints accumulate in the same order
-    as through the index maps, which stay for the other broadcasts (W2's (25, 1000) rows minus
-    a (25, 1) or (1, 1000) operand: 95 -> 45 us)."""
+    """The reverse of one binary row. One broadcast by strides (flag 16) whose inner lines are
+    long, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
+    operand read at stride 0 as a one-element one); an add or subtract with short lines goes by
+    the strides too. Either way its adjoints accumulate in the order and with the arithmetic of
+    the index maps, which serve the other broadcasts (W2's (25, 1000) minus (1, 1000): 27 -> 7
+    us; minus (25, 1) stays ~95 us, a chain of 1000 dependent adds per element of (25, 1))."""
     op = code & 255
-    if (code >> 8) & 16 and IA[iat + 4] < LINE and (op == ADD or op == SUBTRACT):
+    strided = (code >> 8) & 16
+    if strided and IA[iat + 4] < LINE and (op == ADD or op == SUBTRACT):
         _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA)
         return
     lines0 = 1
@@ -525,7 +527,7 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     b0 = 0
     b1 = 0
     line = code
-    if (code >> 8) & 16 and IA[iat + 4] >= LINE and IA[iat + 7] <= 1 and IA[iat + 10] <= 1:
+    if strided and IA[iat + 4] >= LINE and IA[iat + 7] <= 1 and IA[iat + 10] <= 1:
         lines0 = IA[iat + 2]
         lines1 = IA[iat + 3]
         m = IA[iat + 4]
@@ -762,6 +764,7 @@ else:
 P = IA[iat]
 Rr = IA[iat + 1]
 Q = IA[iat + 2]
+left = np.empty(Rr)  # prefix products, for the rare lines without a safe division
 for p in range(P):
     for q in range(Q):
         g = G[gy + p * Q + q]
@@ -773,8 +776,7 @@ for p in range(P):
                 off = (p * Rr + r) * Q + q
                 G[ga + off] += g * (rest / _ld(pa, off))
         else:  # a zero, an inf, a NaN or an over/underflow: products of the others, exactly
-            left = np.empty(Rr)  # (prefix times suffix, no division: prod([inf, 2]) -> [2, inf])
-            run = 1.0
+            run = 1.0  # (prefix times suffix, no division: prod([inf, 2]) -> [2, inf])
             for r in range(Rr):
                 left[r] = run
                 run *= _ld(pa, (p * Rr + r) * Q + q)
@@ -933,9 +935,9 @@ def _family_kernels():
         if fam in ("binary", "select"):
             # flags: 1/2 operand a/b has one element; 4/8 operand a/b is read through the index
             # map at IA[IA[iat]] / IA[IA[iat + 1]] (broadcasting without a materialized copy).
-            # 16 (a strided loop nest, see _generate_forward.py) serves the forward sweep only:
-            # the row keeps its maps, and strided reverse loops measured ~0.1 ms of W2 for ~28 s
-            # more cold compile.
+            # 16 (a strided loop nest, see _generate_forward.py) is read by
+            # _reverse_binary_lines before a row gets here; the maps stay for the rest (strided
+            # loops in every op's reverse measured ~0.1 ms of W2 for ~28 s more cold compile).
             body += ["fl = code >> 8",
                      "sta = 0 if fl & 1 else 1",
                      "stb = 0 if fl & 2 else 1",

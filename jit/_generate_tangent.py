@@ -288,6 +288,8 @@ for j in range(k):
 P = IA[iat]
 Rr = IA[iat + 1]
 Q = IA[iat + 2]
+left = np.empty(Rr)  # prefix and suffix products, for the lines without a safe division
+right = np.empty(Rr)
 for p in range(P):
     for q in range(Q):
         rest = 1.0
@@ -296,8 +298,6 @@ for p in range(P):
         # the reverse's weights: rest / x_r when every factor is finite and nonzero, else the
         # products of the others (prefix times suffix, exact at zeros and infinities)
         safe = rest != 0.0 and abs(rest) < inf
-        left = np.empty(0 if safe else Rr)
-        right = np.empty(0 if safe else Rr)
         if not safe:
             run = 1.0
             for r in range(Rr):

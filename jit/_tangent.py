@@ -512,6 +512,8 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
         P = IA[iat]
         Rr = IA[iat + 1]
         Q = IA[iat + 2]
+        left = np.empty(Rr)  # prefix and suffix products, for the lines without a safe division
+        right = np.empty(Rr)
         for p in range(P):
             for q in range(Q):
                 rest = 1.0
@@ -520,8 +522,6 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
                 # the reverse's weights: rest / x_r when every factor is finite and nonzero, else the
                 # products of the others (prefix times suffix, exact at zeros and infinities)
                 safe = rest != 0.0 and abs(rest) < inf
-                left = np.empty(0 if safe else Rr)
-                right = np.empty(0 if safe else Rr)
                 if not safe:
                     run = 1.0
                     for r in range(Rr):

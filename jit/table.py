@@ -40,6 +40,7 @@ class Prim:
     vjp: object = None  # escape rows: NumPy reverse rule
     jvp: object = None  # escape rows: NumPy forward rule, batched over k tangent directions
     vf: str = ""  # array loops' forward formula, when not f: a vectorizable kernel (jit/_vmath.py)
+    vjp_into: bool = False  # escape rows: vjp also takes out=(a's block, b's block) to write into
 
 
 def _u(name, ufunc, f, d, vf=""):
@@ -53,6 +54,7 @@ def _b(name, ufunc, f, da, db):
 # ---------------------------------------------------------------------------------------------
 # Escape rules (NumPy, run by the backward driver between jitted segments).
 # Signature: rule(g, y, a, b, need_a, need_b) -> (ga, gb); arrays carry their recorded shapes.
+# A rule with vjp_into also takes out=(array or None, array or None) and may return those.
 
 
 def _unbroadcast_batch(grad, shape):
@@ -218,7 +220,7 @@ TABLE: tuple[Prim, ...] = (
     # bilinear: small batched matmul inside the sweep
     Prim("matmul", "matmul", np.matmul),
     # escapes: reverse rule in NumPy between jitted segments
-    Prim("matmul_blas", "escape", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp),
+    Prim("matmul_blas", "escape", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp, vjp_into=True),
     Prim("inv", "escape", np.linalg.inv, vjp=_inv_vjp, jvp=_inv_jvp),
     Prim("det", "escape", np.linalg.det, vjp=_det_vjp, jvp=_det_jvp),
     Prim("logabsdet", "escape", None, vjp=_logabsdet_vjp, jvp=_logabsdet_jvp),

@@ -235,8 +235,9 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
     `hubs`. `has` marks the slots that hold an adjoint in G. `fresh` maps an escape row to the
-    operand bits (1: a, 2: b) whose adjoint it alone contributes to, in a zeroed block, and 4:
-    zero the row's own adjoint once read (a compiled tape's arena is clean for its next call)."""
+    operand bits (1: a, 2: b) whose adjoint its rule writes into their zeroed blocks (a rule
+    with ``vjp_into`` that alone contributes to them), and 4: zero the row's own adjoint once
+    read (a compiled tape's arena is clean for its next call)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
@@ -365,7 +366,7 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
-    if fresh & 3 and p.name == "matmul_blas":  # written straight into the adjoints' blocks
+    if fresh & 3:  # written straight into the adjoints' blocks
         into = tuple(G[GO[s]:GO[s] + A.size[s]].reshape(sh) if fresh & bit else None
                      for s, sh, bit in ((sa, sha, 1), (sb, shb, 2)))
         ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2), into)

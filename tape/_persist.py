@@ -288,17 +288,17 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size):
         head = _ints(IA, iat, 2, where) if (flags & 12 or fam == "select") else None
         nest = _strided_nest(IA, iat, n, where) if flags & 16 else None
         for k, (x, one, mapped, hi) in enumerate(((a, 1, 4, 0), (b, 2, 8, 1))):
+            mp = None
             if flags & one:
                 _need(size[x] == 1, f"{where}: a one-element operand")
-                reads = np.zeros(n, np.int64)
             elif flags & mapped:
-                off = int(head[hi])
-                reads = mp = _ints(IA, off, n, where)
+                mp = _ints(IA, int(head[hi]), n, where)
                 _need(n == 0 or (mp.min() >= 0 and mp.max() < size[x]), f"{where}: index map")
             else:
                 _need(size[x] == n, f"{where}: operand size")
-                reads = np.arange(n)
             if nest is not None:  # the strides must read what the map (or the flags) reads
+                reads = np.zeros(n, np.int64) if flags & one else (
+                    mp if mp is not None else np.arange(n))
                 _need(np.array_equal(nest[k], reads), f"{where}: broadcast strides")
         if fam == "select":
             _ints(IA, iat + 2, n, where)

@@ -259,7 +259,7 @@ def row_tangent(rd, slot, ta, tb, functions=None):
 
 def _all_normal(x):
     """Every element finite and nonzero (then dividing by it is exact enough)."""
-    v = np.asarray(getattr(x, "_v", x))
+    v = np.asarray(_record.raw(x))
     return bool(np.isfinite(v).all() and (v != 0.0).all())
 
 

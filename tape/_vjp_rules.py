@@ -99,13 +99,13 @@ def row_vjp(rd, slot, g, nd, functions=None):
                 # T_r = g_r + x_{r+1} T_{r+1}, as the jitted reverse kernel
                 # (a zero factor ends the terms it multiplies, even where the products after
                 # it overflowed to inf)
-                xzero = np.asarray(getattr(x, "_v", x)) == 0.0
+                xzero = np.asarray(_record.raw(x)) == 0.0
                 cols = [gq[:, R - 1:, :]]
                 for r in range(R - 2, -1, -1):
                     cols.append(_record.where(xzero[:, r + 1:r + 2, :], gq[:, r:r + 1, :],
                                               gq[:, r:r + 1, :] + x[:, r + 1:r + 2, :] * cols[-1]))
                 cols.reverse()
-                zero = np.asarray(getattr(yq, "_v", yq)) == 0.0
+                zero = np.asarray(_record.raw(yq)) == 0.0
                 out = np.concatenate([cols[0]] + [
                     _record.where(zero[:, r - 1:r, :], 0.0, yq[:, r - 1:r, :] * cols[r])
                     for r in range(1, R)], axis=1)

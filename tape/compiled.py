@@ -398,13 +398,16 @@ def _same_static(a, b):
 
 
 def _sole_contributions(A, need, escapes, out):
-    """Escape row -> operand bits (1: a, 2: b) whose adjoint that row alone contributes to, an
-    array slot other than the output's: its block is still zero when the row's rule runs."""
+    """Escape row -> operand bits (1: a, 2: b) whose adjoint that row's rule can write in place
+    (``vjp_into``) and alone contributes to, an array slot other than the output's: its block
+    is still zero when the row's rule runs."""
     a, b = A.R[:, 1], A.R[:, 2]
     takes = np.concatenate([a[(need & 1) != 0], b[(need & 2) != 0]])
     count = np.bincount(takes[takes >= 0], minlength=len(A.sv))
     fresh = {}
     for c in escapes:
+        if not TABLE[A.code[c]].vjp_into:
+            continue
         bits = sum(bit for s, bit in ((int(a[c]), 1), (int(b[c]), 2))
                    if need[c] & bit and s != out and count[s] == 1 and A.is_array[s])
         if bits:
@@ -843,6 +846,8 @@ class _Variant:
 
 
 _SWEEP = []
+
+
 def _sweep():
     """``jit.sweep``, imported on first use (``import tape`` stays free of Numba) and then bound
     once: a module lookup per call costs microseconds on W1's 0.1 ms."""
