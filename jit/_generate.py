@@ -53,8 +53,8 @@ HEADER = '''\
 # notices changes to the file that holds a jitted entry point.
 import numpy as np
 from llvmlite import ir
-from math import acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, exp, expm1, hypot, inf
-from math import log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
+from math import acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, exp, exp2, expm1
+from math import hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
 from numba import config, njit, types
 from numba.extending import intrinsic
 
@@ -91,8 +91,8 @@ if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) wi
     import ctypes  # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
 
     from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
-    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp, expm1
-    from numpy import hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
+    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
+    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
 
     def _ld(addr, i):
         return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)

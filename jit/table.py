@@ -170,7 +170,7 @@ TABLE: tuple[Prim, ...] = (
     _u("abs", np.absolute, "abs(x)", "_sign(x)"),
     _u("exp", np.exp, "exp(x)", "y", vf="_vexp(x)"),
     _u("expm1", np.expm1, "expm1(x)", "y + 1.0"),
-    _u("exp2", np.exp2, "2.0 ** x", "y * LN2"),
+    _u("exp2", np.exp2, "exp2(x)", "y * LN2"),
     _u("log", np.log, "log(x)", "1.0 / x", vf="_vlog(x)"),
     _u("log1p", np.log1p, "log1p(x)", "1.0 / (1.0 + x)", vf="_vlog1p(x)"),
     _u("log2", np.log2, "log2(x)", "1.0 / (x * LN2)"),
