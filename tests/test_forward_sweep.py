@@ -316,6 +316,21 @@ def test_unary_formula_same_bits_as_the_eager_0d_path(p):
         (p.name, x[d > 0][:4])
 
 
+@pytest.mark.parametrize("p", BINARY, ids=_ids(BINARY))
+def test_binary_formula_same_bits_as_the_eager_0d_path(p):
+    """As above for two operands; hypot's 0-d path is CPython's own math.hypot (1 ulp)."""
+    rng = np.random.default_rng(8)
+    da, db = BINARY_DOMAIN[p.name]
+    a, b = da(rng, (4096,)), db(rng, (4096,))
+    rec = Replay(lambda u, v: p.ufunc(u, v), [a, b], (0, 1))
+    rec.run([a, b])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.array([SCALAR[TABLE.index(p)](float(u), float(v)) for u, v in zip(a, b)])
+    d = ulps(rec.value(rec.y._slot), want)
+    assert d.max() <= ULPS.get(p.name, 0), (p.name, a[d > 0][:4], b[d > 0][:4])
+
+
 @pytest.mark.parametrize("p", UNARY, ids=_ids(UNARY))
 def test_unary_special_values(p):
     x0 = UNARY_DOMAIN[p.name](np.random.default_rng(0), (len(SPECIALS),))
