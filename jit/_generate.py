@@ -210,11 +210,29 @@ def _reverse_run_start(R, S, need, lo, top, n):
     return s
 
 
-SIG_LOCAL_PASS = "int64(int64[:, ::1], int64[:, ::1], uint8[::1], uint8[::1], int64[:, ::1])"
+@njit(error_model="numpy")
+def _reverse_run_at(R, S, IA, need, lo, i):
+    """(first row, elements) of the blocked run whose reverse starts at row i: a run of
+    elementwise rows of n >= MIN_RUN_SIZE elements each, which row i may top as the sum of
+    the last row's lines (``_closing_sum``). The first row is i when no run starts there."""
+    k = R[i, 3]
+    n = S[k, 0]
+    if n >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
+        return _reverse_run_start(R, S, need, lo, i, n), n
+    if i > lo and need[i] & 1 and _closing_sum(R, S, IA, i) > 0:
+        k = R[i - 1, 3]
+        n = S[k, 0]
+        if n >= MIN_RUN_SIZE and _elementwise(R[i - 1, 0], k, S):
+            return _reverse_run_start(R, S, need, lo, i, n), n
+    return i, 0
+
+
+SIG_LOCAL_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], uint8[::1], "
+                  "int64[:, ::1])")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def local_pass(R, S, need, keep, bounds):
+def local_pass(R, S, IA, need, keep, bounds):
     """Set need bit LOCAL on the rows whose adjoint never leaves the blocked run that sweeps
     them: every row that reads the slot is in the same run, and the caller does not read or
     seed it (keep). The reverse sweep keeps such an adjoint in a block of scratch, so it never
@@ -230,16 +248,13 @@ def local_pass(R, S, need, keep, bounds):
             i -= 1
             if need[i] == 0:
                 continue
-            k = R[i, 3]
-            if k < 0:
+            if R[i, 3] < 0:
                 continue
-            m = S[k, 0]
-            if m >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
-                s = _reverse_run_start(R, S, need, lo, i, m)
-                if s < i:
-                    for r in range(s, i + 1):
-                        run[r] = i
-                    i = s
+            s, m = _reverse_run_at(R, S, IA, need, lo, i)
+            if s < i:
+                for r in range(s, i + 1):
+                    run[r] = i
+                i = s
     local = np.zeros(n, np.uint8)
     for r in range(n):
         local[r] = run[r] >= 0 and need[r] != 0 and keep[r] == 0
@@ -293,11 +308,19 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     block, nblocks = _run_scratch(R, need, r0, r1)
     scratch = np.zeros(max(nblocks, 1) * BLOCK)
     base = (_addr(scratch) - _addr(G)) // 8  # element offset of the scratch from G's data
+    top = r1 - 1
+    lines = 0  # the length of the lines summed by the top row, when it is a closing sum
+    if not _elementwise(R[top, 0], R[top, 3], S):
+        lines = IA[S[R[top, 3], 1] + 1]
     for b0 in range(0, n, BLOCK):
         m = min(BLOCK, n - b0)
         for i in range(r1 - 1, r0 - 1, -1):
             nd = need[i]
             if nd == 0:
+                continue
+            if i == top and lines > 0:  # each line's share of the sum's adjoint
+                ga = _run_adjoint(R[i, 1], 0, GO, need, block, base, r0, b0)
+                _spread(G, ga, GO[i], b0, m, lines)
                 continue
             code = R[i, 0]
             sa = R[i, 1]
@@ -318,8 +341,29 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
+    if lines > 0 and need[top] & CLEAR:  # the sum's adjoint, read by every block
+        _clear(G, GO[top], n // lines)
     # keep the scratch alive past its last raw-address use
     scratch[0] = 0.0
+
+
+@njit(error_model="numpy")
+def _spread(G, ga, gs, b0, m, lines):
+    """G[ga + j] += G[gs + (b0 + j) // lines] for j < m: the reverse of a sum over lines for
+    elements b0..b0+m-1, as the sum's row kernel adds it. By raw address: ga may be a scratch
+    block's offset from G's data, negative (indexing G would wrap it around)."""
+    pG = _addr(G)
+    p = b0 // lines
+    r = b0 - p * lines
+    g = _ld(pG, gs + p)
+    for j in range(m):
+        _st(pG, ga + j, _ld(pG, ga + j) + g)
+        r += 1
+        if r == lines:
+            r = 0
+            p += 1
+            if j + 1 < m:
+                g = _ld(pG, gs + p)
 
 
 SIG_RUN_PASS = "int64(int64[:, ::1], int64[:, ::1], int64, int64, int64, int64[:, ::1])"
@@ -361,6 +405,23 @@ def _full_sum_of(R, S, IA, e, top, n):
         return False
     iat = S[k, 1]
     return IA[iat] == 1 and IA[iat + 1] == n and IA[iat + 2] == 1
+
+
+@njit(error_model="numpy")
+def _closing_sum(R, S, IA, e):
+    """The length of the lines that row e sums when it sums the last axis of row e-1 in lines
+    of at most 128 (each one leaf of NumPy's pairwise sum), else 0. A blocked run that ends at
+    row e-1 then takes the sum in: the forward sums each line from the block in cache, the
+    reverse spreads the sum's adjoint over the block, so neither the run's last values nor
+    their adjoints make an extra pass over memory (W2's Qx * Qx summed over lines of 10)."""
+    k = R[e, 3]
+    if (R[e, 0] & 255) != SUM or R[e, 1] != e - 1 or k < 0 or R[e - 1, 3] < 0:
+        return 0
+    iat = S[k, 1]
+    lines = IA[iat + 1]
+    if IA[iat + 2] != 1 or lines < 1 or lines > 128 or IA[iat] * lines != S[R[e - 1, 3], 0]:
+        return 0
+    return lines
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -590,13 +651,12 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
         if seeded and nd & SEEDED:
             i = _reverse_seeded(R, S, GO, G, need, i)
             continue
+        s, n = _reverse_run_at(R, S, IA, need, lo, i)
+        if s < i:
+            _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n)
+            i = s
+            continue
         n = S[k, 0]
-        if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
-            s = _reverse_run_start(R, S, need, lo, i, n)
-            if s < i:
-                _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n)
-                i = s
-                continue
         iat = S[k, 1]
         fat = S[k, 2]
         fam = _FAMILY[op]

@@ -443,7 +443,7 @@ class _Plan:
                                   if A.size[first[e]] >= THREAD_SIZE]
             cuts, dropped = reverse_cuts(v.t, need)
             bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
-            if jit.local_pass(A.R, A.S, need, keep, bounds):
+            if jit.local_pass(A.R, A.S, A.IA, need, keep, bounds):
                 stored = live & ((need & jit.LOCAL) == 0)
         GO, G = self.GO, self.G = arena(A, stored)
         # the kernels zero the adjoint of every row they sweep (need bit 4), so the arena is

@@ -405,3 +405,43 @@ def test_square_adjoint_in_one_pass_keeps_the_two_pass_bits(n):
     want = (3.0 + c * x0) + c * x0  # x * 3.0's adjoint first (a later row), then the square's
     np.testing.assert_array_equal(tape.grad(f)(x0), want)
     np.testing.assert_array_equal(tape.compile(f, x0).grad(x0), want)
+
+
+@pytest.mark.parametrize("lines", [1, 3, 8, 10, 16, 100, 128, 129])
+def test_run_closed_by_a_sum_over_lines(lines):
+    """A run whose last row is summed over lines of at most 128 (W2's Qx * Qx over lines of
+    10) takes the sum in: the forward sums each line from the block in cache, the reverse
+    spreads the sum's adjoint over the block and keeps the last row's adjoint in scratch.
+    Lines cross block boundaries; values and adjoints are bit for bit those of the rows swept
+    one at a time, and the gradient is the hand-derived one. Over 128 (more than one leaf of
+    NumPy's pairwise sum) the sum stays a row of its own."""
+    P = -(-(2 * BLOCK + 11) // lines)
+    n = P * lines
+
+    def f(x, y, s):
+        w = tnp.sin(tnp.reshape(x, (P, lines))) * tnp.reshape(y, (P, lines))
+        t = tnp.sum(w * w, axis=1)
+        return tnp.sum(t * t) * s
+
+    rng = np.random.default_rng(lines)
+    args = (rng.normal(size=n), rng.normal(size=n), 0.7)
+    blocked, single, g_blocked, g_single, A, need = _sweeps(f, args)
+    assert all(np.array_equal(a, b) for a, b in zip(blocked, single))
+    assert np.array_equal(g_blocked, g_single)
+    sums = [e for e in range(len(A.sv)) if A.R[e, 3] >= 0 and A.size[e] == P
+            and _interp._closing_sum(A.R, A.S, A.IA, e)]
+    assert len(sums) == (lines <= 128)
+    cf = tape.compile(f, *args, argnums=(0, 1, 2))
+    v, local = _local_rows(cf, (0, 1, 2))
+    if sums:
+        assert sums[0] - 1 in local  # w * w: its adjoint never reaches the arena
+    x, y, s = args
+    for _ in range(2):  # the second call: the scratch and the sum's adjoint were left clean
+        gx, gy, gs = cf.grad(*args)
+        w = np.sin(x.reshape(P, lines)) * y.reshape(P, lines)
+        t = np.sum(w * w, axis=1)
+        gw = s * 2 * t[:, None] * 2 * w
+        np.testing.assert_allclose(gx, (gw * np.cos(x.reshape(P, lines))
+                                        * y.reshape(P, lines)).ravel(), rtol=1e-12)
+        np.testing.assert_allclose(gy, (gw * np.sin(x.reshape(P, lines))).ravel(), rtol=1e-12)
+        assert gs == pytest.approx(np.sum(t * t), rel=1e-13)
