@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import threading
 import warnings
 
 import numpy as np
@@ -74,6 +75,19 @@ def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa:
     return CompiledTape(f, example_args, argnums, max_variants, threads)
 
 
+def _serialized(method):
+    """Calls on one CompiledTape replay into its own buffers: from several threads at once they
+    would overwrite each other's values and adjoints mid-sweep (the sweeps release the GIL), so
+    each call holds the tape's lock. Parallel replays: ``value_and_grad_batch(threads=...)``,
+    or one compiled tape per thread."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class CompiledTape:
     threads = None  # (see compile)
 
@@ -86,14 +100,17 @@ class CompiledTape:
         self.variants = collections.OrderedDict()  # key -> _Variant, most recently used last
         self.counters = collections.Counter()
         self.misses = collections.deque(maxlen=20)  # (guard line, reason) of re-recordings
+        self._lock = threading.RLock()  # (re-entrant: hvp and batches call value_and_grad)
         self._record(tuple(_as_input(a) for a in example_args))
 
     # -- public API -----------------------------------------------------------------------
+    @_serialized
     def __call__(self, *args):
         """The value of f at `args` (a forward sweep)."""
         v = self._variant(args)
         return v.output()
 
+    @_serialized
     def value_and_grad(self, *args):
         """``(f(*args), gradient)`` for scalar f: forward sweep, reverse sweep (one jitted call
         when the forward sweep needs no stop for Python: see ``_Variant.straight``)."""
@@ -108,6 +125,7 @@ class CompiledTape:
     def grad(self, *args):
         return self.value_and_grad(*args)[1]
 
+    @_serialized
     def vjp(self, *args):
         """``(f(*args), vjp_fn)``; ``vjp_fn(cotangent)`` returns one gradient per argnum. It is
         valid until the next call of this CompiledTape (the values are replayed in place)."""
@@ -116,20 +134,24 @@ class CompiledTape:
         call = self.counters["calls"]
 
         def vjp_fn(cotangent):
-            if self.counters["calls"] != call:
-                raise RuntimeError("this vjp_fn belongs to an earlier call of the compiled tape: "
-                                   "its values have been replayed over since. Call cf.vjp again.")
-            gs = v.gradient(self.nums, seed=np.asarray(cotangent, dtype=np.float64))
+            with self._lock:
+                if self.counters["calls"] != call:
+                    raise RuntimeError("this vjp_fn belongs to an earlier call of the compiled "
+                                       "tape: its values have been replayed over since. Call "
+                                       "cf.vjp again.")
+                gs = v.gradient(self.nums, seed=np.asarray(cotangent, dtype=np.float64))
             return gs[0] if isinstance(self.argnums, int) else tuple(gs)
 
         return value, vjp_fn
 
+    @_serialized
     def jvp(self, args, tangents):
         """``(f(*args), J @ tangents)`` with one tangent per argnum, by the jitted tangent
         sweep over the replayed values."""
         v = self._variant(tuple(args))
         return v.output(), v.tangent(self.nums, tangents)
 
+    @_serialized
     def hvp(self, args, v):
         """Exact Hessian-vector product of scalar f at `args` with `v` (one per argnum).
 
@@ -230,7 +252,6 @@ class CompiledTape:
         return np.asarray(values), tuple(np.stack(gs) for gs in zip(*grads))
 
     def _batch_threads(self, X, rest, i, threads):
-        import threading
         from concurrent.futures import ThreadPoolExecutor
 
         def args_of(row):
@@ -238,12 +259,13 @@ class CompiledTape:
             a.insert(i, row)
             return tuple(_as_input(x) for x in a)
 
-        base = self._variant(args_of(X[0]))  # the variant the first row takes
-        lock = threading.Lock()
+        with self._lock:
+            base = self._variant(args_of(X[0]))  # the variant the first row takes
         out = [None] * len(X)
 
         def work(lo, hi):
-            v = base.clone()
+            with self._lock:  # (another thread may be replaying base)
+                v = base.clone()
             for r in range(lo, hi):
                 args = args_of(X[r])
                 ok = v.accepts(args)
@@ -254,17 +276,18 @@ class CompiledTape:
                     g = v.gradient(self.nums, forward=v.straight)
                     out[r] = (v.output(), g[0] if isinstance(self.argnums, int) else tuple(g))
                 else:  # another path: this tape (and its variants), one row at a time
-                    with lock:
-                        out[r] = self.value_and_grad(*args)
+                    out[r] = self.value_and_grad(*args)
 
         bounds = np.linspace(0, len(X), threads + 1).astype(int)
         with ThreadPoolExecutor(threads) as pool:
             for f in [pool.submit(work, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])
                       if hi > lo]:
                 f.result()
-        self.counters["calls"] += len(X)
+        with self._lock:
+            self.counters["calls"] += len(X)
         return [o[0] for o in out], [o[1] for o in out]
 
+    @_serialized
     def __reduce__(self):
         """Pickles as the function and the arguments of its latest recording; unpickling
         records again (for process pools and Dask: f must be picklable, e.g. module-level).
@@ -278,6 +301,7 @@ class CompiledTape:
             return (_load_bytes, (buf.getvalue(),))
         return (_rebuild, (self.f, v.args, self.argnums, self.max_variants, self.threads))
 
+    @_serialized
     def save(self, path):
         """Write the latest recording to `path` (.npz: plain arrays, no code; the format
         version and the table hash included). ``tape.load(path)`` reads it back."""
@@ -293,8 +317,10 @@ class CompiledTape:
         self.variants = collections.OrderedDict([(0, variant)])
         self.counters = collections.Counter()
         self.misses = collections.deque(maxlen=20)
+        self._lock = threading.RLock()
         return self
 
+    @_serialized
     def stats(self):
         """Counters (calls, hits, guard misses, recordings, evictions), the variants and the
         source lines of the guards that caused re-recordings."""
