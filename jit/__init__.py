@@ -16,6 +16,11 @@ LOCAL = 8
 # ways, the run's reverse is done inside its forward, block by block, from a unit seed, and the
 # reverse sweep only scales the result by the sum's adjoint (set by ``seed_pass``)
 SEEDED = 16
+# need bits 32 / 64: the row alone adds to operand a's / b's adjoint (an escape row's, whose rule
+# reads it): the sweep zeroes that block just before adding, while in cache, in place of the
+# escape zeroing it after reading, a pass over memory (set by tape.compiled's plans)
+FRESH_A = 32
+FRESH_B = 64
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass", "sweep")
 # Python wrappers of ``sweep`` with one of its two ranges empty

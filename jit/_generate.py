@@ -41,7 +41,7 @@ import os
 import re
 import sys
 
-from . import CLEAR, LOCAL, SEEDED
+from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -338,6 +338,8 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
                 gy = base + BLOCK * block[i - r0]
             else:
                 gy = GO[i] + b0
+            if nd & (FRESH_A | FRESH_B):  # (marked only where the operand is not one element)
+                _fresh(G, ga, gb, nd, sa, sb, m)
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
@@ -612,6 +614,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
 CLEAR = {clear}
 LOCAL = {local}
 SEEDED = {seeded}
+FRESH_A = {fresh_a}
+FRESH_B = {fresh_b}
 SUM = {sum}
 ADD = {add}
 SUBTRACT = {subtract}
@@ -622,6 +626,16 @@ def _clear(G, g0, n):
     pG = _addr(G)
     for j in range(n):
         _st(pG, g0 + j, 0.0)
+
+
+@njit(error_model="numpy")
+def _fresh(G, ga, gb, nd, sa, sb, m):
+    """Zero the m elements at ga / gb of the operand adjoints that need bits FRESH_A / FRESH_B
+    mark (the row alone adds to them); once when a == b."""
+    if nd & FRESH_A:
+        _clear(G, ga, m)
+    if nd & FRESH_B and not (nd & FRESH_A and sb == sa):
+        _clear(G, gb, m)
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
@@ -669,6 +683,8 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
         if sb >= 0:
             pb = VA[sb]
             gb = GO[sb]
+        if nd & (FRESH_A | FRESH_B):  # the row alone adds to that block: zero it first
+            _fresh(G, ga, gb, nd, sa, sb, n)  # (marked only on operands of the row's size)
 {array_body}
         if nd & CLEAR:
             _clear(G, gy, n)
@@ -1161,6 +1177,7 @@ def render() -> str:
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
     for name, value in (("clear", CLEAR), ("local", LOCAL), ("seeded", SEEDED),
+                        ("fresh_a", FRESH_A), ("fresh_b", FRESH_B),
                         ("sum", OPCODE["sum"]), ("add", OPCODE["add"]),
                         ("subtract", OPCODE["subtract"])):
         body = body.replace("{" + name + "}", str(value))

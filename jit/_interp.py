@@ -1240,6 +1240,8 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
                 gy = base + BLOCK * block[i - r0]
             else:
                 gy = GO[i] + b0
+            if nd & (FRESH_A | FRESH_B):  # (marked only where the operand is not one element)
+                _fresh(G, ga, gb, nd, sa, sb, m)
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
@@ -1514,6 +1516,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
 CLEAR = 4
 LOCAL = 8
 SEEDED = 16
+FRESH_A = 32
+FRESH_B = 64
 SUM = 42
 ADD = 29
 SUBTRACT = 30
@@ -1524,6 +1528,16 @@ def _clear(G, g0, n):
     pG = _addr(G)
     for j in range(n):
         _st(pG, g0 + j, 0.0)
+
+
+@njit(error_model="numpy")
+def _fresh(G, ga, gb, nd, sa, sb, m):
+    """Zero the m elements at ga / gb of the operand adjoints that need bits FRESH_A / FRESH_B
+    mark (the row alone adds to them); once when a == b."""
+    if nd & FRESH_A:
+        _clear(G, ga, m)
+    if nd & FRESH_B and not (nd & FRESH_A and sb == sa):
+        _clear(G, gb, m)
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
@@ -1724,6 +1738,8 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
         if sb >= 0:
             pb = VA[sb]
             gb = GO[sb]
+        if nd & (FRESH_A | FRESH_B):  # the row alone adds to that block: zero it first
+            _fresh(G, ga, gb, nd, sa, sb, n)  # (marked only on operands of the row's size)
         if fam == 1:  # unary
             _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 2:  # binary

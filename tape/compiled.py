@@ -441,6 +441,28 @@ def _sole_contributions(A, need, escapes, out):
     return fresh
 
 
+def _fresh_writers(A, need, fresh, out):
+    """An escape's adjoint that one swept row alone adds to, a block of that row's size: the
+    row zeroes it just before adding (need bits FRESH_A / FRESH_B), while in cache, and the
+    escape's rule stops zeroing it after reading, a pass over memory (W2's 2 MB adjoint of Qx).
+    Updates `need` and the escapes' bits in `fresh`."""
+    a, b = A.R[:, 1], A.R[:, 2]
+    family = _FAMILY_OF[A.code]
+    for c, bits in fresh.items():
+        if not bits & 4 or c == out:  # (the output's block holds the seed)
+            continue
+        adds_a = (a == c) & ((need & 1) != 0)
+        adds_b = (b == c) & ((need & 2) != 0)
+        rows = np.flatnonzero(adds_a | adds_b)
+        if len(rows) != 1:
+            continue
+        j = int(rows[0])
+        if family[j] in (_INPUT, _ESCAPE) or not A.is_array[j] or A.size[j] != A.size[c]:
+            continue
+        need[j] |= (jit.FRESH_A if adds_a[j] else 0) | (jit.FRESH_B if adds_b[j] else 0)
+        fresh[c] = bits & ~4
+
+
 class _Plan:
     """What a gradient of one variant with respect to some inputs needs, computed once: the
     need masks, the adjoint arena and what to read from it and clear in it after a call."""
@@ -483,6 +505,8 @@ class _Plan:
             if need[c] and live[c]:
                 self.fresh[c] = self.fresh.get(c, 0) | 4
                 swept[c] = True
+        if not v.t.functions:
+            _fresh_writers(A, need, self.fresh, v.out._slot)
         self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.dirty = True
