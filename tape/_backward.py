@@ -235,9 +235,9 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
     `hubs`. `has` marks the slots that hold an adjoint in G. `fresh` maps an escape row to the
-    operand bits (1: a, 2: b) whose adjoint its rule writes into their zeroed blocks (a rule
-    with ``vjp_into`` that alone contributes to them), and 4: zero the row's own adjoint once
-    read (a compiled tape's arena is clean for its next call)."""
+    operand bits (1: a, 2: b) whose adjoint blocks its rule writes whole (a rule with
+    ``vjp_into`` that alone contributes to them), and 4: zero the row's own adjoint once read
+    (a compiled tape's arena is clean for its next call)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
@@ -355,8 +355,9 @@ def _check_versions(t, A, live, need):
 
 def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments. `fresh`: operand
-    bits whose adjoint block is still zero and gets nothing else, and 4: zero the row's own
-    adjoint afterwards, while it is still in cache (see sweep_segments)."""
+    bits whose adjoint block gets nothing else (the rule writes it whole: its reader need not
+    zero it), and 4: zero the row's own adjoint afterwards, while it is still in cache (see
+    sweep_segments)."""
     R = A.R
     p = TABLE[A.code[slot]]
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
@@ -373,12 +374,13 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     else:
         into = (None, None)
         ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2))
-    if nd & 1 and ga is not into[0]:
-        oa = GO[sa]
-        G[oa:oa + A.size[sa]] += np.reshape(ga, -1)
-    if nd & 2 and gb is not into[1]:
-        ob = GO[sb]
-        G[ob:ob + A.size[sb]] += np.reshape(gb, -1)
+    for s, gs, into_s, bit in ((sa, ga, into[0], 1), (sb, gb, into[1], 2)):
+        if nd & bit and gs is not into_s:
+            block = G[GO[s]:GO[s] + A.size[s]]
+            if fresh & bit:  # the rule did not write into it: the block, which gets nothing
+                np.add(np.reshape(gs, -1), 0.0, out=block)  # else, may hold the last call's
+            else:  # (0 + g: the bits of adding to zero)
+                block += np.reshape(gs, -1)
     if fresh & 4:
         g[...] = 0.0
 

@@ -425,8 +425,8 @@ def _same_static(a, b):
 
 def _sole_contributions(A, need, escapes, out):
     """Escape row -> operand bits (1: a, 2: b) whose adjoint that row's rule can write in place
-    (``vjp_into``) and alone contributes to, an array slot other than the output's: its block
-    is still zero when the row's rule runs."""
+    (``vjp_into``) and alone contributes to, an array slot other than the output's: the rule
+    writes that block whole (``_run_escape``), so its reader need not zero it after reading."""
     a, b = A.R[:, 1], A.R[:, 2]
     takes = np.concatenate([a[(need & 1) != 0], b[(need & 2) != 0]])
     count = np.bincount(takes[takes >= 0], minlength=len(A.sv))
@@ -507,6 +507,10 @@ class _Plan:
                 swept[c] = True
         if not v.t.functions:
             _fresh_writers(A, need, self.fresh, v.out._slot)
+        for c, bits in self.fresh.items():  # an adjoint an escape's rule overwrites whole (out=)
+            for s, bit in ((int(A.R[c, 1]), 1), (int(A.R[c, 2]), 2)):  # need not be zeroed
+                if bits & bit and swept[s]:  # once read (W2: the 2 MB adjoint of the centring)
+                    need[s] &= ~np.uint8(jit.CLEAR)
         self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.dirty = True

@@ -264,11 +264,15 @@ def test_blas_adjoints_in_place_equal_eager(name):
 
 def _clean_for_the_next_call(v, plan):
     """The arena is all zeros after a call but for the adjoints of escape rows that one row
-    alone adds to: that row zeroes them before adding (need bits FRESH_A / FRESH_B)."""
+    alone adds to (that row zeroes them before adding: need bits FRESH_A / FRESH_B) and the
+    operands' adjoints that an escape's rule overwrites whole (fresh bits 1 / 2)."""
     G = plan.G.copy()
     for c in v.escapes:
-        if plan.live[c] and not plan.fresh.get(c, 0) & 4:
-            G[plan.GO[c]:plan.GO[c] + v.A.size[c]] = 0.0
+        bits = plan.fresh.get(c, 0)
+        stale = [c] if plan.live[c] and not bits & 4 else []
+        stale += [s for s, bit in ((v.A.R[c, 1], 1), (v.A.R[c, 2], 2)) if bits & bit]
+        for s in stale:
+            G[plan.GO[s]:plan.GO[s] + v.A.size[s]] = 0.0
     return not G.any()
 
 
