@@ -1478,7 +1478,9 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     operand read at stride 0 as a one-element one); an add or subtract with short lines goes by
     the strides too. Either way its adjoints accumulate in the order and with the arithmetic of
     the index maps, which serve the other broadcasts (W2's (25, 1000) minus (1, 1000): 27 -> 7
-    us; minus (25, 1) stays ~95 us, a chain of 1000 dependent adds per element of (25, 1))."""
+    us). An add or subtract operand read at stride 0 along long lines sums each line in a
+    register, in the kernel's order and arithmetic (acc + g * c), not through memory: W2's
+    (25, 1000) minus (25, 1), a chain of 1000 dependent adds per line."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and IA[iat + 4] < LINE and (op == ADD or op == SUBTRACT):
@@ -1492,6 +1494,7 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     b0 = 0
     b1 = 0
     line = code
+    sums = 0  # bit 1 / 2: operand a / b of an add or subtract is one element per line
     if strided and IA[iat + 4] >= LINE and IA[iat + 7] <= 1 and IA[iat + 10] <= 1:
         lines0 = IA[iat + 2]
         lines1 = IA[iat + 3]
@@ -1500,14 +1503,34 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
         a1 = IA[iat + 6]
         b0 = IA[iat + 8]
         b1 = IA[iat + 9]
-        line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1) << 8
+        one = (IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1
+        line = (code & 255) | one << 8
+        if op == ADD or op == SUBTRACT:
+            sums = one & nd
+    pG = _addr(G)
     for i0 in range(lines0):
         for i1 in range(lines1):
             oa = i0 * a0 + i1 * a1
             ob = i0 * b0 + i1 * b1
             oy = (i0 * lines1 + i1) * m
-            _reverse_binary(line, nd, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob,
-                            py + 8 * oy, gy + oy, G, IA, FA)
+            if sums == 0:
+                _reverse_binary(line, nd, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob,
+                                gb + ob, py + 8 * oy, gy + oy, G, IA, FA)
+                continue
+            for bit in (1, 2):  # a, then b: the kernel's order
+                if not nd & bit:
+                    continue
+                if not sums & bit:
+                    alone = np.uint8((nd & 252) | bit)  # (nd's type: one specialization)
+                    _reverse_binary(line, alone, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob,
+                                    gb + ob, py + 8 * oy, gy + oy, G, IA, FA)
+                    continue
+                c = -1.0 if bit == 2 and op == SUBTRACT else 1.0
+                go = ga + oa if bit == 1 else gb + ob
+                acc = _ld(pG, go)
+                for j in range(m):
+                    acc = acc + _ld(pG, gy + oy + j) * c
+                _st(pG, go, acc)
 
 
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same

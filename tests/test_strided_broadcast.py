@@ -146,13 +146,15 @@ def test_saved_loop_nest_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("sa, sb", [((25, 1), (25, 40)), ((1, 40), (25, 40)), ((40,), (3, 5, 40)),
-                                    ((3, 1, 40), (3, 5, 40)), ((5, 1), (5, 33))])
+                                    ((3, 1, 40), (3, 5, 40)), ((5, 1), (5, 33)),
+                                    ((25, 40), (25, 1)), ((2, 3, 40), (2, 3, 1))])
 def test_long_lines_reverse_equals_index_maps(sa, sb, monkeypatch):
     """Reverse of a broadcast with inner lines of LINE or more elements goes line by line (an
-    operand at inner stride 0 as a one-element one): the same bits as through the maps."""
+    operand at inner stride 0 as a one-element one, whose adjoint an add or subtract sums in a
+    register): the same bits as through the maps."""
     rng = np.random.default_rng(len(sa) + len(sb))
     a, b = rng.normal(size=sa), rng.normal(size=sb)
-    f = lambda a, b: np.sum(np.sin(a - b) * (a * b))  # noqa: E731
+    f = lambda a, b: np.sum(np.sin(a - b) * (a * b)) + np.sum(np.cos(b + a) ** 2)  # noqa: E731
     lines = tape.value_and_grad(f, argnums=(0, 1))(a, b)
     replay = tape.compile(f, a, b, argnums=(0, 1)).value_and_grad(a, b)
     monkeypatch.setattr(_record, "strided_broadcast", lambda *args: ())
