@@ -377,9 +377,11 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     for s, gs, into_s, bit in ((sa, ga, into[0], 1), (sb, gb, into[1], 2)):
         if nd & bit and gs is not into_s:
             block = G[GO[s]:GO[s] + A.size[s]]
-            if fresh & bit:  # the rule did not write into it: the block, which gets nothing
-                np.add(np.reshape(gs, -1), 0.0, out=block)  # else, may hold the last call's
-            else:  # (0 + g: the bits of adding to zero)
+            if fresh & bit:
+                # the rule returned a new array: store g + 0 (the bits of adding g to zero),
+                # since the block, which nothing else adds to, may hold the last call's values
+                np.add(np.reshape(gs, -1), 0.0, out=block)
+            else:
                 block += np.reshape(gs, -1)
     if fresh & 4:
         g[...] = 0.0
