@@ -35,7 +35,7 @@ def programs(draw):
     n = draw(SIZES)
     steps = draw(st.lists(st.tuples(st.sampled_from(["unary", "binary", "scalar_const",
                                                       "scalar_input", "zero_d", "broadcast",
-                                                      "reduce"]),
+                                                      "reduce", "line_sum"]),
                                     st.integers(0, 10 ** 6)), min_size=3, max_size=14))
     return n, steps, draw(st.sampled_from(["two_sums", "lone_sum", "half_sum"]))
 
@@ -59,6 +59,12 @@ def _run_program(n, steps, tail="two_sums"):
             elif kind == "broadcast":  # an operand through an index map
                 pool.append(u + tnp.reshape(tnp.reshape(v, (-1,))[:1], (1,)) * 0.0
                             + tnp.reshape(v, (n,)))
+            elif kind == "line_sum":  # the sum of the lines of the last row (or of another):
+                # a run closed by it (``_closing_sum``) when the rows before it form one
+                w = pool[-1] if r % 2 else u
+                lines = max(d for d in range(1, 129) if n % d == 0 and d <= 1 + r % 128)
+                t = tnp.sum(tnp.reshape(w, (n // lines, lines)), axis=1)
+                acc = acc + tnp.sum(t * t) * 1e-6
             else:  # a reduction in the middle
                 acc = acc + tnp.sum(u) * 1e-6
         if tail == "lone_sum":  # the last row's only reader is a full sum: a seeded run
