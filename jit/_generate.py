@@ -545,10 +545,12 @@ def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, F
 
 @njit(error_model="numpy")
 def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
-    """The reverse of an add or subtract row broadcast by strides (flag 16) with short lines:
-    each needed operand's adjoint gets the row's adjoint times its constant derivative (1, or
-    -1 for b of a subtract), by the strides, in the order and with the arithmetic of the index
-    maps' loop (W2's centring x[None] - means[:, None]: 184-260 -> ~137 us)."""
+    """The reverse of an add or subtract row broadcast by strides (flag 16): each needed
+    operand's adjoint gets the row's adjoint times its constant derivative (1, or -1 for b of
+    a subtract), by the strides, in the order and with the arithmetic of the index maps' loop
+    (W2's centring x[None] - means[:, None]: 184-260 -> ~137 us). An operand read at inner
+    stride 0 sums each line in a register, not through memory (W2's (25, 1000) minus (25, 1):
+    92-118 -> 29-40 us); one at inner stride 1 gets a contiguous loop."""
     pG = _addr(G)
     n0 = IA[iat + 2]
     n1 = IA[iat + 3]
@@ -565,23 +567,29 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
             for i1 in range(n1):
                 o = go + i0 * s0 + i1 * s1
                 oy = gy + (i0 * n1 + i1) * n2
-                for i2 in range(n2):
-                    _st(pG, o + i2 * s2, _ld(pG, o + i2 * s2) + _ld(pG, oy + i2) * c)
+                if s2 == 0:
+                    acc = _ld(pG, o)
+                    for i2 in range(n2):
+                        acc = acc + _ld(pG, oy + i2) * c
+                    _st(pG, o, acc)
+                elif s2 == 1:
+                    for i2 in range(n2):
+                        _st(pG, o + i2, _ld(pG, o + i2) + _ld(pG, oy + i2) * c)
+                else:
+                    for i2 in range(n2):
+                        _st(pG, o + i2 * s2, _ld(pG, o + i2 * s2) + _ld(pG, oy + i2) * c)
 
 
 @njit(error_model="numpy")
 def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
-    """The reverse of one binary row. One broadcast by strides (flag 16) whose inner lines are
-    long, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
-    operand read at stride 0 as a one-element one); an add or subtract with short lines goes by
-    the strides too. Either way its adjoints accumulate in the order and with the arithmetic of
-    the index maps, which serve the other broadcasts (W2's (25, 1000) minus (1, 1000): 27 -> 7
-    us). An add or subtract operand read at stride 0 along long lines sums each line in a
-    register, in the kernel's order and arithmetic (acc + g * c), not through memory: W2's
-    (25, 1000) minus (25, 1), a chain of 1000 dependent adds per line."""
+    """The reverse of one binary row. An add or subtract broadcast by strides (flag 16) goes
+    by the strides (``_reverse_sum_broadcast``); another broadcast by strides whose inner lines
+    are long, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
+    operand read at stride 0 as a one-element one). Either way its adjoints accumulate in the
+    order and with the arithmetic of the index maps, which serve the other broadcasts."""
     op = code & 255
     strided = (code >> 8) & 16
-    if strided and IA[iat + 4] < LINE and (op == ADD or op == SUBTRACT):
+    if strided and (op == ADD or op == SUBTRACT):
         _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA)
         return
     lines0 = 1
@@ -592,7 +600,6 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     b0 = 0
     b1 = 0
     line = code
-    sums = 0  # bit 1 / 2: operand a / b of an add or subtract is one element per line
     if strided and IA[iat + 4] >= LINE and IA[iat + 7] <= 1 and IA[iat + 10] <= 1:
         lines0 = IA[iat + 2]
         lines1 = IA[iat + 3]
@@ -601,34 +608,14 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
         a1 = IA[iat + 6]
         b0 = IA[iat + 8]
         b1 = IA[iat + 9]
-        one = (IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1
-        line = (code & 255) | one << 8
-        if op == ADD or op == SUBTRACT:
-            sums = one & nd
-    pG = _addr(G)
+        line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1) << 8
     for i0 in range(lines0):
         for i1 in range(lines1):
             oa = i0 * a0 + i1 * a1
             ob = i0 * b0 + i1 * b1
             oy = (i0 * lines1 + i1) * m
-            if sums == 0:
-                _reverse_binary(line, nd, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob,
-                                gb + ob, py + 8 * oy, gy + oy, G, IA, FA)
-                continue
-            for bit in (1, 2):  # a, then b: the kernel's order
-                if not nd & bit:
-                    continue
-                if not sums & bit:
-                    alone = np.uint8((nd & 252) | bit)  # (nd's type: one specialization)
-                    _reverse_binary(line, alone, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob,
-                                    gb + ob, py + 8 * oy, gy + oy, G, IA, FA)
-                    continue
-                c = -1.0 if bit == 2 and op == SUBTRACT else 1.0
-                go = ga + oa if bit == 1 else gb + ob
-                acc = _ld(pG, go)
-                for j in range(m):
-                    acc = acc + _ld(pG, gy + oy + j) * c
-                _st(pG, go, acc)
+            _reverse_binary(line, nd, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob,
+                            py + 8 * oy, gy + oy, G, IA, FA)
 
 
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
