@@ -507,9 +507,11 @@ class _Plan:
                 swept[c] = True
         if not v.t.functions:
             _fresh_writers(A, need, self.fresh, v.out._slot)
-        for c, bits in self.fresh.items():  # an adjoint an escape's rule overwrites whole (out=)
-            for s, bit in ((int(A.R[c, 1]), 1), (int(A.R[c, 2]), 2)):  # need not be zeroed
-                if bits & bit and swept[s]:  # once read (W2: the 2 MB adjoint of the centring)
+        # an operand's adjoint that an escape's rule writes whole (fresh bits 1 / 2) need not be
+        # zeroed once read (W2: the centring's 2 MB adjoint)
+        for c, bits in self.fresh.items():
+            for s, bit in ((int(A.R[c, 1]), 1), (int(A.R[c, 2]), 2)):
+                if bits & bit and swept[s]:
                     need[s] &= ~np.uint8(jit.CLEAR)
         self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
