@@ -230,14 +230,16 @@ def reverse_cuts(t, need, hooked=(), hubs=()):
     return cuts, {c for c in cuts if c in t.escapes and need[c]}
 
 
-def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=None):
+def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=None,
+                   summed=None):
     """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
     `hubs`. `has` marks the slots that hold an adjoint in G. `fresh` maps an escape row to the
     operand bits (1: a, 2: b) whose adjoint blocks its rule writes whole (a rule with
     ``vjp_into`` that alone contributes to them), and 4: zero the row's own adjoint once read
-    (a compiled tape's arena is clean for its next call)."""
+    (a compiled tape's arena is clean for its next call). `summed` maps an escape row to the
+    operand whose adjoint its a adjoint, summed over its rows, is (a compiled tape's plan)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
@@ -263,7 +265,8 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
         if c in dropped:
             if unpacker is not None:
                 unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
-            _run_escape(t, A, c, G, GO, need[c], fresh.get(c, 0) if fresh else 0)
+            _run_escape(t, A, c, G, GO, need[c], fresh.get(c, 0) if fresh else 0,
+                        summed.get(c) if summed else None)
 
 
 def adjoint(A, G, GO, slot, shape):
@@ -353,11 +356,12 @@ def _check_versions(t, A, live, need):
             f"updating the tensor in place, or record again after the update.")
 
 
-def _run_escape(t, A, slot, G, GO, nd, fresh=0):
+def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None):
     """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments. `fresh`: operand
     bits whose adjoint block gets nothing else (the rule writes it whole: its reader need not
-    zero it), and 4: zero the row's own adjoint afterwards, while it is still in cache (see
-    sweep_segments)."""
+    zero it), and 4: zero the row's own adjoint afterwards, while it is still in cache.
+    `summed`: (u, sign, shape): add sign * a's adjoint summed over its rows down to u's
+    (aligned) shape to u's adjoint, in place of a's (see sweep_segments)."""
     R = A.R
     p = TABLE[A.code[slot]]
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
@@ -367,6 +371,12 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0):
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
+    if summed is not None:
+        u, sign, shape = summed
+        rows = np.reshape(p.vjp_a_rows(g, b, shape), -1)
+        block = G[GO[u]:GO[u] + A.size[u]]
+        (np.add if sign > 0 else np.subtract)(block, rows, out=block)
+        nd = int(nd) & ~1
     if fresh & 3:  # written straight into the adjoints' blocks
         into = tuple(G[GO[s]:GO[s] + A.size[s]].reshape(sh) if fresh & bit else None
                      for s, sh, bit in ((sa, sha, 1), (sb, shb, 2)))

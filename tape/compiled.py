@@ -423,19 +423,73 @@ def _same_static(a, b):
         return False
 
 
-def _sole_contributions(A, need, escapes, out):
-    """Escape row -> operand bits (1: a, 2: b) whose adjoint that row's rule can write in place
-    (``vjp_into``) and alone contributes to, an array slot other than the output's: the rule
-    writes that block whole (``_run_escape``), so its reader need not zero it after reading."""
+def _adjoint_takers(A, need):
+    """How many rows take each slot's adjoint (add to it in the reverse sweep)."""
     a, b = A.R[:, 1], A.R[:, 2]
     takes = np.concatenate([a[(need & 1) != 0], b[(need & 2) != 0]])
-    count = np.bincount(takes[takes >= 0], minlength=len(A.sv))
+    return np.bincount(takes[takes >= 0], minlength=len(A.sv))
+
+
+def _summed_operands(v, need, live, out):
+    """Escape row -> (slot u, sign, u's shape aligned to a's) where the rule's operand a is a row
+    ``x ± u`` (or ``u - x``) with u broadcast along a's rows (the product's M axis) and only u's
+    adjoint needed, and only the escape takes a's adjoint: u's adjoint is then the escape's a
+    adjoint summed over its rows, which the rule (``vjp_a_rows``) sums before its product (W2's
+    centring: the 2 MB adjoint of ``x - means`` and its 2.5 MFLOP product are never formed).
+    Row a is then not swept and holds no adjoint; updates `need` and `live`."""
+    A, t = v.A, v.t
+    count = _adjoint_takers(A, need)
+    family = _FAMILY_OF[A.code]
+    summed = {}
+    for c in v.escapes:
+        s = int(A.R[c, 1])
+        if TABLE[A.code[c]].vjp_a_rows is None or not need[c] & 1 or s == out or count[s] != 1:
+            continue
+        name = TABLE[A.code[s]].name
+        x, y = int(A.R[s, 1]), int(A.R[s, 2])
+        nd = need[s] & 3
+        if name not in ("add", "subtract") or nd not in (1, 2) or x < 0 or y < 0 or x == y:
+            continue
+        u = x if nd == 1 else y
+        sha = t.escapes[c][0]  # (a's shape as the product reads it: leading ones dropped)
+        if not A.is_array[u] or family[u] == _ESCAPE or len(sha) < 2:
+            continue
+        if _aligned(np.shape(t.value(s)), len(sha)) != sha:
+            continue
+        aligned = _aligned(np.shape(t.value(u)), len(sha))  # (u broadcasts to s: not None)
+        if aligned[-2] != 1:  # u not broadcast along the rows
+            continue
+        summed[c] = (u, -1.0 if name == "subtract" and u == y else 1.0, aligned)
+        need[s] = 0
+        live[s] = 0
+    return summed
+
+
+def _aligned(shape, n):
+    """`shape` broadcast-aligned to n axes: ones prepended, or leading ones dropped (None when
+    it has more than n axes that are not)."""
+    k = len(shape) - n
+    if k > 0:
+        return shape[k:] if all(d == 1 for d in shape[:k]) else None
+    return (1,) * -k + shape
+
+
+def _sole_contributions(A, need, escapes, out, summed):
+    """Escape row -> operand bits (1: a, 2: b) whose adjoint that row's rule can write in place
+    (``vjp_into``) and alone contributes to, an array slot other than the output's: the rule
+    writes that block whole (``_run_escape``), so its reader need not zero it after reading.
+    `summed` (``_summed_operands``): those escapes add to u's adjoint, and not to a's."""
+    a, b = A.R[:, 1], A.R[:, 2]
+    count = _adjoint_takers(A, need)
+    for u, _, _ in summed.values():
+        count[u] += 1
     fresh = {}
     for c in escapes:
         if not TABLE[A.code[c]].vjp_into:
             continue
         bits = sum(bit for s, bit in ((int(a[c]), 1), (int(b[c]), 2))
-                   if need[c] & bit and s != out and count[s] == 1 and A.is_array[s])
+                   if need[c] & bit and s != out and count[s] == 1 and A.is_array[s]
+                   and not (bit == 1 and c in summed))
         if bits:
             fresh[c] = bits
     return fresh
@@ -479,11 +533,14 @@ class _Plan:
         live = self.live = np.zeros(n, np.uint8)
         need = self.need = np.zeros(n, np.uint8)
         jit.need_pass(A.R, src, root, live, need)
+        self.summed = {} if v.t.functions else _summed_operands(v, need, live, v.out._slot)
         stored = live
         self.split = []  # (first row, sum row) of the seeded runs worth threads
         if not v.t.functions:  # (a Function's rule reads and writes the arena in Python)
             # adjoints that never leave their blocked run stay in scratch, not in the arena
             keep = root.copy()
+            for u, _, _ in self.summed.values():  # an escape adds to it: in the arena
+                keep[u] = 1
             if v.straight:  # runs closed by a sum: their reverse inside their forward
                 first = np.full(n, -1, np.int64)
                 if jit.seed_pass(A.R, A.S, A.IA, need, keep, first):
@@ -500,7 +557,7 @@ class _Plan:
         swept = (need != 0) & (family != _INPUT) & (family != _ESCAPE)
         need[swept] |= jit.CLEAR
         self.fresh = {} if v.t.functions else _sole_contributions(A, need, v.escapes,
-                                                                  v.out._slot)
+                                                                  v.out._slot, self.summed)
         for c in v.escapes:  # their rules zero their own adjoints, still in cache
             if need[c] and live[c]:
                 self.fresh[c] = self.fresh.get(c, 0) | 4
@@ -809,7 +866,7 @@ class _Variant:
         if self.escapes or self.t.functions:  # their backward rules run in Python
             hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
             sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False,
-                           fresh=p.fresh)
+                           fresh=p.fresh, summed=p.summed)
         else:  # one jitted call: nothing to run in Python between segments
             direct = self._direct_gradients(p) if p.large else direct
             threads = thread_count(threads) if forward and p.split else 1
