@@ -171,3 +171,26 @@ def test_random_shapes(data):
     x, u = rng.normal(size=batch + (m, k)), rng.normal(size=u_shape)
     w = rng.normal(size=data.draw(st.sampled_from([batch, ()])) + (k, n))
     _check(_square_loss, (x, u, w), (1, 2), summed=True)
+
+
+def test_batch_in_threads_and_a_saved_tape(tmp_path):
+    """Copies of the recording (threads) and a tape loaded from a file make their own plans."""
+    rng = np.random.default_rng(8)
+    x, w = rng.normal(size=(30, 4)), rng.normal(size=(4, 3))
+    mus = rng.normal(size=(5, 4))
+
+    def f(mu, x, w):
+        return np.sum(np.cos(np.matmul(x - mu, w)))
+
+    cf = tape.compile(f, mus[0], x, w, argnums=(0, 2))
+    values, (g_mu, g_w) = cf.value_and_grad_batch(mus, x, w, threads=2)
+    for j, mu in enumerate(mus):
+        v0, (g0_mu, g0_w) = tape.value_and_grad(f, argnums=(0, 2))(mu, x, w)
+        np.testing.assert_allclose(values[j], v0, rtol=1e-13)
+        _close((g_mu[j], g_w[j]), (g0_mu, g0_w))
+    cf.save(tmp_path / "f.npz")
+    loaded = tape.load(tmp_path / "f.npz", f)
+    v, g = loaded.value_and_grad(mus[1], x, w)
+    assert v == values[1]
+    _close(g, (g_mu[1], g_w[1]))
+    assert _plan(loaded).summed and _plan(cf).summed
