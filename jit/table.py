@@ -274,6 +274,10 @@ def _cbrt(x):
 def _pow_da(a, b):
     if b == 0.0:
         return 0.0
+    if b == 2.0:  # the same bits as the general case (pow(a, 1.0) is a), without a pow call
+        return 2.0 * a
+    if b == 1.0:  # (pow(a, 0.0) is 1.0)
+        return 1.0
     return b * a ** (b - 1.0)
 
 
@@ -292,6 +296,20 @@ def _logaddexp(a, b):
     if a == b:  # also covers a == b == +-inf, where a - b is NaN
         return a + LN2
     return max(a, b) + log1p(exp(-abs(a - b)))
+
+
+@njit(error_model="numpy")
+def _power_scalar_exponent(a, b):
+    # NumPy's power loop with a scalar (stride-0) exponent of 2, 0.5, -1, 1 or 0: no pow call
+    if b == 2.0:
+        return a * a
+    if b == 0.5:
+        return sqrt(a)
+    if b == -1.0:
+        return 1.0 / a
+    if b == 1.0:
+        return a
+    return 1.0
 
 
 @njit(error_model="numpy")

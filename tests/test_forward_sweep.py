@@ -57,9 +57,11 @@ OTHER = [p for p in TABLE if p.family not in ("input", "escape", "unary", "binar
 #   NumPy's loops (tests/test_vmath.py); 0-d rows call libm, as the eager 0-d path does. Without
 #   the JIT both call NumPy's scalar functions, and NumPy's SIMD tanh loop is up to 3-4 ulp from
 #   them.
-# - power: NumPy computes x ** 0.5, x ** 2 and x ** -1 with a scalar exponent as sqrt(x), x * x
-#   and 1 / x (also np.power on 0-d values, which the eager 0-d path uses for a <= 0), the
-#   formula calls pow (< 1 ulp from those): 1 ulp, and (-0.0) ** 0.5 is -0.0 in NumPy, +0.0 here.
+# - power: array rows with a one-element exponent take NumPy's fast paths (x ** 2, 0.5, -1, 1, 0
+#   as x * x, sqrt(x), 1 / x, x, 1: bit for bit, test_power_scalar_exponent); elsewhere the
+#   formula calls pow, which is < 1 ulp from those where NumPy takes them (np.power on 0-d
+#   values, which the eager 0-d path uses for a <= 0; an exponent broadcast through an index
+#   map): 1 ulp, and (-0.0) ** 0.5 is -0.0 in NumPy, +0.0 there.
 # - hypot: the eager 0-d path calls Python's math.hypot (CPython's own, not libm's): 1 ulp.
 # - fmax / fmin: on a +0.0 / -0.0 tie NumPy's array loop returns the second operand, its 0-d
 #   loop and the formula the first (tested in test_binary_special_values).
@@ -420,6 +422,42 @@ def test_power_of_minus_inf():
     a = np.array([x for x, _ in POWER_NEG_INF])
     b = np.array([y for _, y in POWER_NEG_INF])
     check_rows(Replay(np.power, [np.ones(a.shape), np.ones(b.shape)], (0, 1)), [a, b])
+
+
+POWER_BASES = np.concatenate([
+    SPECIALS, [-4.0, -1.0, 1e-310, -1e-310, 3.0, 0.1],
+    np.random.default_rng(11).normal(size=4096) * np.random.default_rng(12).uniform(0, 1e3, 4096)])
+
+
+@pytest.mark.parametrize("e", [2.0, 0.5, -1.0, 1.0, 0.0, -0.0, 3.0, -0.5, 1.5])
+def test_power_scalar_exponent(e):
+    """An array row with a one-element exponent has NumPy's values bit for bit, NaN and signed
+    zeros included: NumPy's loop takes square, sqrt, reciprocal, copy and ones for 2, 0.5, -1, 1
+    and 0 (1 ulp from pow on ~0.1% of values, and at -0.0 and -inf for 0.5), pow for the others.
+    An exponent broadcast along lines goes to pow, in NumPy's loop as in the row's (<= 1 ulp)."""
+    a = POWER_BASES
+    a2 = a[:4096].reshape(64, 64)
+    col = np.where(np.arange(64) % 2 == 0, e, 3.0).reshape(64, 1)
+    with np.errstate(all="ignore"):
+        for base, exponent in ((a, e), (a2, np.full((1, 1), e)), (a2.T, np.full(1, e)),
+                               (a2, col)):
+            rec = Replay(lambda x, b: np.power(x, b), [np.ones(base.shape),
+                                                       np.full(np.shape(exponent), 2.5)], (0, 1))
+            rec.run([base, exponent])
+            d = ulps(rec.value(rec.y._slot), np.power(base, exponent))
+            assert d.max() <= (1 if np.shape(exponent) == col.shape else 0), np.shape(exponent)
+
+
+def test_power_derivative_fast_exponents_same_bits():
+    """_pow_da's branches for b == 2 and b == 1 give the general formula's bits (pow(a, 1) is a,
+    pow(a, 0) is 1), so eager and replayed gradients do not depend on them."""
+    from jit import _interp
+
+    for b in (2.0, 1.0):
+        with np.errstate(all="ignore"):  # (NumPy's array loop would take its own fast paths)
+            want = [b * np.power(np.float64(a), np.float64(b - 1.0)) for a in POWER_BASES]
+        got = [_interp._pow_da(float(a), b) for a in POWER_BASES]
+        assert np.all(ulps(got, want) == 0), b
 
 
 @pytest.mark.parametrize("fn", [np.maximum, np.minimum, np.fmax, np.fmin])

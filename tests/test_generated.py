@@ -35,6 +35,8 @@ def test_each_entry_point_has_exactly_one_signature():
     loss = (np.exp(x[:, 1:]) * s).sum() + (x @ x.T).sum() + (s * s) + np.linalg.det(x @ x.T)
     loss.backward()
     tape.compile(lambda x: np.sum(np.exp(x)), np.ones(3)).grad(np.ones(3))  # local_pass
+    m = np.ones((40, 40))  # run_pass: the forward of a tape with an escape (replay)
+    tape.compile(lambda m: np.sum(np.exp(m @ m)), m)(m)
     for name in jit.ENTRY_POINTS:
         fn = getattr(_interp, name)
         expected = getattr(_interp, "SIG_" + name.upper())
