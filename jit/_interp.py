@@ -570,7 +570,18 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             if (fl & 5) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        _st(pleaf, lk, _ld(pG, gy + j) * (1.0))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
@@ -578,7 +589,18 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             if (fl & 10) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (1.0)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        _st(pleaf, lk, _ld(pG, gy + j) * (1.0))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (1.0)))
@@ -587,7 +609,18 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             if (fl & 5) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        _st(pleaf, lk, _ld(pG, gy + j) * (1.0))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
@@ -595,7 +628,18 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             if (fl & 10) == 0:  # operands of the result's size
                 for j in range(n):
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-1.0)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        _st(pleaf, lk, _ld(pG, gy + j) * (-1.0))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-1.0)))
@@ -612,7 +656,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     for j in range(n):
                         b = _ld(pb, j)
                         _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
-                else:  # a one-element operand, or one broadcast through an index map
+                elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                    nleaf, lstart, lsum = _leaf_plan(n)
+                    leaf = np.empty(128)
+                    pleaf = _addr(leaf)
+                    for lq in range(nleaf):
+                        for lk in range(lstart[lq + 1] - lstart[lq]):
+                            j = lstart[lq] + lk
+                            jb = IA[mb + j] if mb >= 0 else j * stb
+                            b = _ld(pb, jb)
+                            _st(pleaf, lk, _ld(pG, gy + j) * (b))
+                        lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                    _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                    leaf[0] = 0.0  # alive past its last raw-address use
+                else:  # an operand through an index map, or the other one at stride 0
                     for j in range(n):
                         ja = IA[ma + j] if ma >= 0 else j * sta
                         jb = IA[mb + j] if mb >= 0 else j * stb
@@ -623,7 +680,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     for j in range(n):
                         a = _ld(pa, j)
                         _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
-                else:  # a one-element operand, or one broadcast through an index map
+                elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                    nleaf, lstart, lsum = _leaf_plan(n)
+                    leaf = np.empty(128)
+                    pleaf = _addr(leaf)
+                    for lq in range(nleaf):
+                        for lk in range(lstart[lq + 1] - lstart[lq]):
+                            j = lstart[lq] + lk
+                            ja = IA[ma + j] if ma >= 0 else j * sta
+                            a = _ld(pa, ja)
+                            _st(pleaf, lk, _ld(pG, gy + j) * (a))
+                        lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                    _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                    leaf[0] = 0.0  # alive past its last raw-address use
+                else:  # an operand through an index map, or the other one at stride 0
                     for j in range(n):
                         jb = IA[mb + j] if mb >= 0 else j * stb
                         ja = IA[ma + j] if ma >= 0 else j * sta
@@ -635,7 +705,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 for j in range(n):
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (1.0 / b))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     jb = IA[mb + j] if mb >= 0 else j * stb
@@ -647,7 +730,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     y = _ld(py, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-y / b)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        y = _ld(py, j)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (-y / b))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -660,7 +756,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pow_da(a, b)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -673,7 +783,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     y = _ld(py, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        y = _ld(py, j)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pow_db(a, y)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     ja = IA[ma + j] if ma >= 0 else j * sta
@@ -687,7 +811,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b / (a * a + b * b))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (b / (a * a + b * b)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -700,7 +838,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-a / (a * a + b * b))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (-a / (a * a + b * b)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -714,7 +866,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     y = _ld(py, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (a / y)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        y = _ld(py, j)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (a / y))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -726,7 +891,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     y = _ld(py, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (b / y)))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        y = _ld(py, j)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (b / y))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -739,7 +917,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     y = _ld(py, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (exp(a - y))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        y = _ld(py, j)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (exp(a - y)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -751,7 +942,20 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     y = _ld(py, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (exp(b - y))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        y = _ld(py, j)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (exp(b - y)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -764,7 +968,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_max(a, b)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -777,7 +995,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_max(b, a)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -791,7 +1023,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_max(-a, -b)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -804,7 +1050,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_max(-b, -a)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -818,7 +1078,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_fmax(a, b)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -831,7 +1105,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_fmax(b, a)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -845,7 +1133,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 1 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                a = _ld(pa, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_fmax(-a, -b)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, ga, _ld(pG, ga) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
                     a = _ld(pa, ja)
@@ -858,7 +1160,21 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
-            else:  # a one-element operand, or one broadcast through an index map
+            elif fl & 2 and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise
+                b = _ld(pb, 0)
+                nleaf, lstart, lsum = _leaf_plan(n)
+                leaf = np.empty(128)
+                pleaf = _addr(leaf)
+                for lq in range(nleaf):
+                    for lk in range(lstart[lq + 1] - lstart[lq]):
+                        j = lstart[lq] + lk
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pleaf, lk, _ld(pG, gy + j) * (_pick_fmax(-b, -a)))
+                    lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])
+                _st(pG, gb, _ld(pG, gb) + (_pairwise_combine(n, lsum)))
+                leaf[0] = 0.0  # alive past its last raw-address use
+            else:  # an operand through an index map, or the other one at stride 0
                 for j in range(n):
                     jb = IA[mb + j] if mb >= 0 else j * stb
                     b = _ld(pb, jb)
@@ -1138,6 +1454,9 @@ def _reverse_run_at(R, S, IA, need, lo, i):
     k = R[i, 3]
     n = S[k, 0]
     if n >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
+        fl = R[i, 0] >> 8
+        if (need[i] & 1 and fl & 1) or (need[i] & 2 and fl & 2):
+            return i, 0  # a needed one-element operand: its adjoint sums all n terms pairwise
         return _reverse_run_start(R, S, need, lo, i, n), n
     if i > lo and need[i] & 1 and _closing_sum(R, S, IA, i) > 0:
         k = R[i - 1, 3]
@@ -1267,6 +1586,23 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
         _clear(G, GO[top], n // lines)
     # keep the scratch alive past its last raw-address use
     scratch[0] = 0.0
+
+
+@njit(error_model="numpy")
+def _leaf_plan(n):
+    """The leaves of NumPy's pairwise sum of n terms, which a one-element operand's adjoint adds
+    them in: (count, starts with starts[count] = n, a buffer for their sums)."""
+    starts = np.empty(n // 64 + 2, np.int64)
+    count = _pairwise_leaves(n, starts)
+    starts[count] = n
+    return count, starts, np.empty(max(count, 1))
+
+
+@njit(error_model="numpy")
+def _leaf_sum(p, n):
+    """``_pairwise_leaf`` of the n <= 128 values at p, as a call: inlined at each of its many
+    callers it cost ~30 s of cold compile (and ``_pairwise``, recursive, crashes the sweep)."""
+    return _pairwise_leaf(p, 0, n)
 
 
 @njit(error_model="numpy")
@@ -1528,7 +1864,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
         a1 = IA[iat + 6]
         b0 = IA[iat + 8]
         b1 = IA[iat + 9]
-        line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1) << 8
+        # (flag 32: a line's one-element operand adds its terms in order, as the maps do)
+        line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1 | 32) << 8
     for i0 in range(lines0):
         for i1 in range(lines1):
             oa = i0 * a0 + i1 * a1

@@ -882,3 +882,18 @@ def test_function_rows_are_skipped():
     while TABLE[rec.A.code[sin_slot]].name == "function":  # the hub chain leads to sin(a)
         sin_slot = int(rec.A.R[sin_slot, 1])
     np.testing.assert_array_equal(rec.value(sin_slot), np.sin(x + 0.5))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 3000), st.integers(0, 2 ** 32 - 1), st.sampled_from(["mul", "sub", "add"]))
+def test_one_element_operand_adjoint_is_a_pairwise_sum(n, seed, op):
+    """The adjoint of a one-element operand of an array row adds the row's n terms in NumPy's
+    pairwise order: for loss = sum(op(c, x) * w), d/dc is np.sum(w * x), -np.sum(w) or
+    np.sum(w) to the bit."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n) * 10.0 ** rng.integers(-3, 4, size=n)
+    w = rng.normal(size=n) * 10.0 ** rng.integers(-3, 4, size=n)
+    fn = {"mul": lambda c, x: c * x, "sub": lambda c, x: x - c, "add": lambda c, x: x + c}[op]
+    _, (g,) = tape.value_and_grad(lambda c: np.sum(fn(c, x) * w), argnums=(0,))(np.float64(1.5))
+    want = {"mul": np.sum(w * x), "sub": -np.sum(w), "add": np.sum(w)}[op] if n else 0.0
+    assert ulps(g, want)[0] == 0, (n, op, g, want)
