@@ -363,13 +363,6 @@ def _leaf_plan(n):
 
 
 @njit(error_model="numpy")
-def _leaf_sum(p, n):
-    """``_pairwise_leaf`` of the n <= 128 values at p, as a call: inlined at each of its many
-    callers it cost ~30 s of cold compile (and ``_pairwise``, recursive, crashes the sweep)."""
-    return _pairwise_leaf(p, 0, n)
-
-
-@njit(error_model="numpy")
 def _spread(G, ga, gs, b0, m, lines):
     """G[ga + j] += G[gs + (b0 + j) // lines] for j < m: the reverse of a sum over lines for
     elements b0..b0+m-1, as the sum's row kernel adds it. By raw address: ga may be a scratch
@@ -601,17 +594,76 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
 
 
 @njit(error_model="numpy")
+def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
+    NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
+    faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit). Each leaf's terms come
+    from the row's own loop, run on the leaf with the operand's value repeated in a buffer and
+    its adjoint pointed at a buffer of -0.0 (-0.0 + t is t), the other operand gathered through
+    its index map if it has one: the same terms as element by element, with no per-op code."""
+    fl = code >> 8
+    one = 1 if bit == 2 else 2  # the other operand's bits: one element, index map
+    omap = 8 if bit == 2 else 4
+    code2 = (code & 255) | ((fl & ~(bit | omap)) << 8)
+    po = pb if bit == 1 else pa
+    mo = IA[iat + (1 if bit == 1 else 0)] if fl & omap else -1
+    nleaf, lstart, lsum = _leaf_plan(n)
+    val = np.empty(128)
+    terms = np.empty(128)
+    gathered = np.empty(128)
+    pval = _addr(val)
+    pterms = _addr(terms)
+    pgath = _addr(gathered)
+    k = 2 * (bit - 1)  # this operand's columns of _READS: reads of a's value, of b's
+    own = _READS[code & 255, k + bit - 1]
+    reads_other = _READS[code & 255, k + 2 - bit]
+    val[:] = _ld(pa if bit == 1 else pb, 0) if own else 0.0
+    gt = (pterms - _addr(G)) // 8  # the terms' buffer as an offset from G's data
+    for q in range(nleaf):
+        s0 = lstart[q]
+        m = lstart[q + 1] - s0
+        terms[:m] = -0.0
+        if mo >= 0:
+            if reads_other:
+                for j in range(m):
+                    _st(pgath, j, _ld(po, IA[mo + s0 + j]))
+            p2 = pgath
+        else:
+            p2 = po if fl & one else po + 8 * s0
+        pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
+        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
+                        IA, FA)
+        lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
+    g = ga if bit == 1 else gb
+    pG = _addr(G)
+    _st(pG, g, _ld(pG, g) + _pairwise_combine(n, lsum))
+    # keep the buffers alive past their last raw-address use
+    val[0] = 0.0
+    terms[0] = 0.0
+    gathered[0] = 0.0
+
+
+@njit(error_model="numpy")
 def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one binary row. An add or subtract broadcast by strides (flag 16) goes
     by the strides (``_reverse_sum_broadcast``); another broadcast by strides whose inner lines
     are long, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
     operand read at stride 0 as a one-element one). Either way its adjoints accumulate in the
-    order and with the arithmetic of the index maps, which serve the other broadcasts."""
+    order and with the arithmetic of the index maps, which serve the other broadcasts. A row's
+    own one-element operand sums its terms pairwise (``_reverse_pairwise_operand``)."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
         _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA)
         return
+    if not strided and n > 0:  # a needed one-element operand: its terms added pairwise
+        for bit in (1, 2):
+            if nd & bit and (code >> 8) & bit:
+                _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
+                                          IA, FA)
+        nd = nd & (255 - ((code >> 8) & 3))
+        if (nd & 3) == 0:
+            return
     lines0 = 1
     lines1 = 1
     m = n
@@ -628,8 +680,7 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
         a1 = IA[iat + 6]
         b0 = IA[iat + 8]
         b1 = IA[iat + 9]
-        # (flag 32: a line's one-element operand adds its terms in order, as the maps do)
-        line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1 | 32) << 8
+        line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1) << 8
     for i0 in range(lines0):
         for i1 in range(lines1):
             oa = i0 * a0 + i1 * a1
@@ -822,36 +873,13 @@ def _binary_operand(p, which):
         general.append("y = _ld(py, j)")
     # the contiguous loop serves whenever the operands it reads are of the result's size
     mask = ("5" if which == "a" else "10") if not _uses(d, other) else "15"
-    # a one-element operand: its n terms go through a leaf buffer and add up in NumPy's pairwise
-    # order, as a sum's (no chain of dependent adds through memory: ~3x faster on 10^6 terms);
-    # but for one line of a broadcast (flag 32, _reverse_binary_lines): in order, as the maps
-    one = [f"{which} = _ld(p{which}, 0)"] if _uses(d, which) else []
-    per_term = []
-    if _uses(d, other):
-        per_term += [f"j{other} = IA[m{other} + j] if m{other} >= 0 else j * st{other}",
-                     f"{other} = _ld(p{other}, j{other})"]
-    if _uses(d, "y"):
-        per_term.append("y = _ld(py, j)")
     return [
         f"if nd & {bit}:",
         f"    if (fl & {mask}) == 0:  # operands of the result's size",
         "        for j in range(n):",
         *["            " + ln for ln in fast],
         f"            G[g{which} + j] += G[gy + j] * ({d})",
-        f"    elif fl & {bit} and (fl & 32) == 0 and n > 0:  # one element: terms added pairwise",
-        *["        " + ln for ln in one],
-        "        nleaf, lstart, lsum = _leaf_plan(n)",
-        "        leaf = np.empty(128)",
-        "        pleaf = _addr(leaf)",
-        "        for lq in range(nleaf):",
-        "            for lk in range(lstart[lq + 1] - lstart[lq]):",
-        "                j = lstart[lq] + lk",
-        *["                " + ln for ln in per_term],
-        f"                _st(pleaf, lk, G[gy + j] * ({d}))",
-        "            lsum[lq] = _leaf_sum(pleaf, lstart[lq + 1] - lstart[lq])",
-        f"        G[g{which}] += _pairwise_combine(n, lsum)",
-        "        leaf[0] = 0.0  # alive past its last raw-address use",
-        "    else:  # an operand through an index map, or the other one at stride 0",
+        "    else:  # a one-element operand, or one broadcast through an index map",
         "        for j in range(n):",
         *["            " + ln for ln in general],
         f"            G[g{which} + j{which}] += G[gy + j] * ({d})",
@@ -1068,7 +1096,6 @@ def _family_kernels():
             # 16 (a strided loop nest, see _generate_forward.py) is read by
             # _reverse_binary_lines before a row gets here; the maps stay for the rest (strided
             # loops in every op's reverse measured ~0.1 ms of W2 for ~28 s more cold compile).
-            # 32 (set by _reverse_binary_lines only): the row is one line of a broadcast.
             body += ["fl = code >> 8",
                      "sta = 0 if fl & 1 else 1",
                      "stb = 0 if fl & 2 else 1",
@@ -1223,12 +1250,27 @@ def forward_sweep(R, S, VA, sv, IA, FA, lo, hi, part=WHOLE):
 '''
 
 
+def _operand_reads() -> str:
+    """_READS[op, k]: whether the adjoint of binary operand k (0: a, 1: b) reads a's value
+    (column 2k) and b's (2k + 1). ``_reverse_pairwise_operand`` reads no value its formula does
+    not: a split backward may have released it (add and subtract read none)."""
+    rows = []
+    for p in TABLE:
+        flags = [0, 0, 0, 0]
+        if p.family == "binary":
+            flags = [int(_uses(d, v)) for d in p.d for v in ("a", "b")]
+        rows.append("[" + ", ".join(map(str, flags)) + "]")
+    return ("\n\n# which operand values each binary operand's adjoint reads (_operand_reads)\n"
+            f"_READS = np.array([{', '.join(rows)}], dtype=np.int64)\n")
+
+
 def render() -> str:
     from ._generate_forward import render_forward  # it imports helpers from here
 
     text = prelude(HEADER) + "\n# vectorizable math (jit/_vmath.py)\n" + vmath_source()
     text += BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
                             binary=FAMILIES.index("binary"))
+    text += _operand_reads()
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
     for name, value in (("clear", CLEAR), ("local", LOCAL), ("seeded", SEEDED),
