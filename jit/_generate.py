@@ -190,6 +190,13 @@ def need_pass(R, src, root, live, need):
 
 
 @njit(error_model="numpy")
+def _sums_operand(nd, code):
+    """A row with need bits nd and code takes the adjoint of a one-element operand, which sums
+    all of the row's terms: blocked runs, which sweep rows block by block, leave such rows out."""
+    return (nd & (code >> 8) & 3) != 0  # (need bits 1 / 2 and flags 1 / 2 name a / b alike)
+
+
+@njit(error_model="numpy")
 def _reverse_run_start(R, S, need, lo, top, n):
     """First row of the run of elementwise rows of n elements that ends at row top. A row
     whose needed operand has one element ends it: that adjoint sums over all elements, and
@@ -203,8 +210,7 @@ def _reverse_run_start(R, S, need, lo, top, n):
             k = R[r, 3]
             if not _elementwise(code, k, S) or S[k, 0] != n:
                 break
-            fl = code >> 8
-            if (nd & 1 and fl & 1) or (nd & 2 and fl & 2):
+            if _sums_operand(nd, code):
                 break
         s = r
     return s
@@ -218,9 +224,8 @@ def _reverse_run_at(R, S, IA, need, lo, i):
     k = R[i, 3]
     n = S[k, 0]
     if n >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
-        fl = R[i, 0] >> 8
-        if (need[i] & 1 and fl & 1) or (need[i] & 2 and fl & 2):
-            return i, 0  # a needed one-element operand: its adjoint sums all n terms pairwise
+        if _sums_operand(need[i], R[i, 0]):
+            return i, 0  # its adjoint sums all n terms pairwise, not block by block
         return _reverse_run_start(R, S, need, lo, i, n), n
     if i > lo and need[i] & 1 and _closing_sum(R, S, IA, i) > 0:
         k = R[i - 1, 3]
@@ -354,9 +359,9 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
 
 @njit(error_model="numpy")
 def _leaf_plan(n):
-    """The leaves of NumPy's pairwise sum of n terms, which a one-element operand's adjoint adds
-    them in: (count, starts with starts[count] = n, a buffer for their sums)."""
-    starts = np.empty(n // 64 + 2, np.int64)
+    """The leaves of NumPy's pairwise sum of n terms (a seeded run's sum, a one-element operand's
+    adjoint): (count, starts with starts[count] = n, a buffer for their sums)."""
+    starts = np.empty(n // 64 + 2, np.int64)  # leaves: at most 128, at least 64 long
     count = _pairwise_leaves(n, starts)
     starts[count] = n
     return count, starts, np.empty(max(count, 1))
@@ -480,8 +485,7 @@ def seed_pass(R, S, IA, need, keep, first):
         for r in range(r0, e):
             if r < e - 1 and (last[r] >= e or keep[r]):
                 ok = False  # read after the run, or read by the caller
-            fl = R[r, 0] >> 8
-            if (need[r] & 1 and fl & 1) or (need[r] & 2 and fl & 2):
+            if _sums_operand(need[r], R[r, 0]):
                 ok = False  # a needed one-element operand
         inputs = _run_inputs(R, need, r0, e)
         for s in inputs:
@@ -656,9 +660,9 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     if strided and (op == ADD or op == SUBTRACT):
         _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA)
         return
-    if not strided and n > 0:  # a needed one-element operand: its terms added pairwise
+    if not strided and n > 0 and _sums_operand(nd, code):  # its terms added pairwise
         for bit in (1, 2):
-            if nd & bit and (code >> 8) & bit:
+            if nd & (code >> 8) & bit:
                 _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
                                           IA, FA)
         nd = nd & (255 - ((code >> 8) & 3))

@@ -148,12 +148,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     size = n
     if part[1] > 1:
         off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
-    starts = np.empty(size // 64 + 2, np.int64)  # pairwise leaves: at most 128, at least 64 long
-    nleaves = _pairwise_leaves(size, starts)
-    for q in range(nleaves):
-        starts[q] += off
-    starts[nleaves] = off + size
-    leaf_sums = np.empty(max(nleaves, 1))
+    nleaves, starts, leaf_sums = _leaf_plan(size)
+    starts[:nleaves + 1] += off
     q = 0
     while q < nleaves:
         b0 = starts[q]
@@ -396,6 +392,21 @@ def _pairwise_leaf(p, off, n):  # Numba's functions, and a call per line of 10 c
         res += _ld(p, off + j)
         j += 1
     return res
+
+
+@njit(error_model="numpy")
+def _power_scalar_exponent(a, b):
+    """x ** b as NumPy's power loop computes it for a scalar exponent of 2, 0.5, -1, 1 or 0
+    (``POWER_FAST``): no pow call."""
+    if b == 2.0:
+        return a * a
+    if b == 0.5:
+        return sqrt(a)
+    if b == -1.0:
+        return 1.0 / a
+    if b == 1.0:
+        return a
+    return 1.0
 
 
 @njit(error_model="numpy")

@@ -299,20 +299,6 @@ def _logaddexp(a, b):
 
 
 @njit(error_model="numpy")
-def _power_scalar_exponent(a, b):
-    # NumPy's power loop with a scalar (stride-0) exponent of 2, 0.5, -1, 1 or 0: no pow call
-    if b == 2.0:
-        return a * a
-    if b == 0.5:
-        return sqrt(a)
-    if b == -1.0:
-        return 1.0 / a
-    if b == 1.0:
-        return a
-    return 1.0
-
-
-@njit(error_model="numpy")
 def _power(a, b):
     # a negative finite base to a non-integer power is NaN (Python's ** would go complex);
     # -inf follows C's pow: inf or 0
