@@ -483,6 +483,8 @@ def seed_pass(R, S, IA, need, keep, first):
             continue
         ok = last[e - 1] == e
         for r in range(r0, e):
+            if _FAMILY[R[r, 0] & 255] == INPUT:
+                continue  # (an input of the run: see _run_inputs)
             if r < e - 1 and (last[r] >= e or keep[r]):
                 ok = False  # read after the run, or read by the caller
             if _sums_operand(need[r], R[r, 0]):
@@ -510,9 +512,15 @@ def _reverse_seeded(R, S, GO, G, need, e):
         G[GO[e]] = 0.0
     top = e - 1
     n = S[R[top, 3], 0]
-    r0 = top
-    while r0 > 0 and _elementwise(R[r0 - 1, 0], R[r0 - 1, 3], S) and S[R[r0 - 1, 3], 0] == n:
-        r0 -= 1
+    r0 = top  # back to the run's first row, as _forward_run_end went forward from it
+    s = top
+    while s > 0:
+        code = R[s - 1, 0]
+        if _elementwise(code, R[s - 1, 3], S) and S[R[s - 1, 3], 0] == n:
+            r0 = s - 1
+        elif _FAMILY[code & 255] != INPUT:
+            break
+        s -= 1
     if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
         return r0
     pG = _addr(G)
@@ -525,13 +533,14 @@ def _reverse_seeded(R, S, GO, G, need, e):
 
 @njit(error_model="numpy")
 def _run_inputs(R, need, r0, e):
-    """The slots before row r0 whose adjoints rows r0..e-1 need, each once."""
+    """The slots outside rows r0..e-1 (before r0, or input rows among them) whose adjoints
+    those rows need, each once."""
     out = np.empty(2 * (e - r0), np.int64)
     count = 0
     for r in range(r0, e):
         for c in (1, 2):
             s = R[r, c]
-            if s < 0 or s >= r0 or (need[r] & c) == 0:
+            if s < 0 or _in_run(R, s, r0, e) or (need[r] & c) == 0:
                 continue
             seen = False
             for q in range(count):
@@ -1170,6 +1179,7 @@ MIN_RUN_SIZE = 2 * BLOCK
 LINE = 32
 UNARY = {unary}
 BINARY = {binary}
+INPUT = {input}
 
 
 @njit(error_model="numpy")
@@ -1178,6 +1188,13 @@ def _elementwise(code, k, S):
     map): it can run on any block of its elements.\"\"\"
     fam = _FAMILY[code & 255]
     return k >= 0 and (fam == UNARY or fam == BINARY) and (code >> 8) & 12 == 0
+
+
+@njit(error_model="numpy")
+def _in_run(R, s, r0, r1):
+    \"\"\"Slot s is the value of a computing row of rows r0..r1-1 (a run, whose input rows are
+    read from the arena like the slots before it: see ``_forward_run_end``).\"\"\"
+    return s >= r0 and s < r1 and _FAMILY[R[s, 0] & 255] != INPUT
 
 
 @njit(error_model="numpy")
@@ -1273,7 +1290,7 @@ def render() -> str:
 
     text = prelude(HEADER) + "\n# vectorizable math (jit/_vmath.py)\n" + vmath_source()
     text += BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
-                            binary=FAMILIES.index("binary"))
+                            binary=FAMILIES.index("binary"), input=FAMILIES.index("input"))
     text += _operand_reads()
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())

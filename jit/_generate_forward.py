@@ -74,10 +74,18 @@ ENTRY_POINT = '''
 
 @njit(error_model="numpy")
 def _forward_run_end(R, S, lo, hi, n):
-    """One past the last row of the run of elementwise rows of n elements from row lo."""
+    """One past the last row of the run of elementwise rows of n elements from row lo. Input
+    rows between them (leaves, constants) do nothing in a sweep and do not end the run: an
+    argument's leaf row is recorded where the argument is first used, often mid-expression
+    (``a * exp(-b * t) - y``); the run's rows skip them (``_in_run``)."""
     e = lo
-    while e < hi and _elementwise(R[e, 0], R[e, 3], S) and S[R[e, 3], 0] == n:
-        e += 1
+    j = lo
+    while j < hi:
+        if _elementwise(R[j, 0], R[j, 3], S) and S[R[j, 3], 0] == n:
+            e = j + 1
+        elif _FAMILY[R[j, 0] & 255] != INPUT:
+            break
+        j += 1
     return e
 
 
@@ -113,6 +121,8 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
         m = min(bs, hi - b0)
         for i in range(r0, r1):
             code = R[i, 0]
+            if _FAMILY[code & 255] == INPUT:
+                continue
             sa = R[i, 1]
             sb = R[i, 2]
             fl = code >> 8
@@ -159,9 +169,11 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
         m = starts[e] - b0
         for i in range(r0, r1):
             code = R[i, 0]
+            if _FAMILY[code & 255] == INPUT:
+                continue
             fl = code >> 8
-            pa = _run_value(R[i, 1], fl & 1, VA, pv, r0, r1, b0)
-            pb = _run_value(R[i, 2], fl & 2, VA, pv, r0, r1, b0)
+            pa = _run_value(R, R[i, 1], fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(R, R[i, 2], fl & 2, VA, pv, r0, r1, b0)
             py = pv + 8 * BLOCK * (i - r0)
             _forward_elementwise(code, m, pa, pb, py, IA, W)
         pt = pv + 8 * BLOCK * (top - r0)
@@ -179,13 +191,13 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             sb = R[i, 2]
             k = R[i, 3]
             fl = code >> 8
-            pa = _run_value(sa, fl & 1, VA, pv, r0, r1, b0)
-            pb = _run_value(sb, fl & 2, VA, pv, r0, r1, b0)
+            pa = _run_value(R, sa, fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(R, sb, fl & 2, VA, pv, r0, r1, b0)
             py = pv + 8 * BLOCK * (i - r0)
-            ga = base + BLOCK * (sa - r0) if sa >= r0 else GO[sa] + b0
+            ga = base + BLOCK * (sa - r0) if _in_run(R, sa, r0, r1) else GO[sa] + b0
             gb = 0
             if sb >= 0:
-                gb = base + BLOCK * (sb - r0) if sb >= r0 else GO[sb] + b0
+                gb = base + BLOCK * (sb - r0) if _in_run(R, sb, r0, r1) else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             _clear(G, gy, m)  # for the next block
@@ -294,10 +306,10 @@ def _pairwise_combine(n, leaf_sums):
 
 
 @njit(error_model="numpy")
-def _run_value(s, one, VA, pv, r0, r1, b0):
+def _run_value(R, s, one, VA, pv, r0, r1, b0):
     """Address of operand slot s's values for the block at b0 of a seeded run: scratch for the
     run's rows, the arena otherwise (a one-element operand at its start)."""
-    if s >= r0 and s < r1:
+    if _in_run(R, s, r0, r1):
         return pv + 8 * BLOCK * (s - r0)
     return _block_value(s, one, VA, b0)
 

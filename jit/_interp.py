@@ -363,6 +363,7 @@ MIN_RUN_SIZE = 2 * BLOCK
 LINE = 32
 UNARY = 1
 BINARY = 2
+INPUT = 0
 
 
 @njit(error_model="numpy")
@@ -371,6 +372,13 @@ def _elementwise(code, k, S):
     map): it can run on any block of its elements."""
     fam = _FAMILY[code & 255]
     return k >= 0 and (fam == UNARY or fam == BINARY) and (code >> 8) & 12 == 0
+
+
+@njit(error_model="numpy")
+def _in_run(R, s, r0, r1):
+    """Slot s is the value of a computing row of rows r0..r1-1 (a run, whose input rows are
+    read from the arena like the slots before it: see ``_forward_run_end``)."""
+    return s >= r0 and s < r1 and _FAMILY[R[s, 0] & 255] != INPUT
 
 
 @njit(error_model="numpy")
@@ -1393,6 +1401,8 @@ def seed_pass(R, S, IA, need, keep, first):
             continue
         ok = last[e - 1] == e
         for r in range(r0, e):
+            if _FAMILY[R[r, 0] & 255] == INPUT:
+                continue  # (an input of the run: see _run_inputs)
             if r < e - 1 and (last[r] >= e or keep[r]):
                 ok = False  # read after the run, or read by the caller
             if _sums_operand(need[r], R[r, 0]):
@@ -1420,9 +1430,15 @@ def _reverse_seeded(R, S, GO, G, need, e):
         G[GO[e]] = 0.0
     top = e - 1
     n = S[R[top, 3], 0]
-    r0 = top
-    while r0 > 0 and _elementwise(R[r0 - 1, 0], R[r0 - 1, 3], S) and S[R[r0 - 1, 3], 0] == n:
-        r0 -= 1
+    r0 = top  # back to the run's first row, as _forward_run_end went forward from it
+    s = top
+    while s > 0:
+        code = R[s - 1, 0]
+        if _elementwise(code, R[s - 1, 3], S) and S[R[s - 1, 3], 0] == n:
+            r0 = s - 1
+        elif _FAMILY[code & 255] != INPUT:
+            break
+        s -= 1
     if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
         return r0
     pG = _addr(G)
@@ -1435,13 +1451,14 @@ def _reverse_seeded(R, S, GO, G, need, e):
 
 @njit(error_model="numpy")
 def _run_inputs(R, need, r0, e):
-    """The slots before row r0 whose adjoints rows r0..e-1 need, each once."""
+    """The slots outside rows r0..e-1 (before r0, or input rows among them) whose adjoints
+    those rows need, each once."""
     out = np.empty(2 * (e - r0), np.int64)
     count = 0
     for r in range(r0, e):
         for c in (1, 2):
             s = R[r, c]
-            if s < 0 or s >= r0 or (need[r] & c) == 0:
+            if s < 0 or _in_run(R, s, r0, e) or (need[r] & c) == 0:
                 continue
             seen = False
             for q in range(count):
@@ -2340,10 +2357,18 @@ def _forward_matmul(code, n, iat, pa, pb, py, IA, W):
 
 @njit(error_model="numpy")
 def _forward_run_end(R, S, lo, hi, n):
-    """One past the last row of the run of elementwise rows of n elements from row lo."""
+    """One past the last row of the run of elementwise rows of n elements from row lo. Input
+    rows between them (leaves, constants) do nothing in a sweep and do not end the run: an
+    argument's leaf row is recorded where the argument is first used, often mid-expression
+    (``a * exp(-b * t) - y``); the run's rows skip them (``_in_run``)."""
     e = lo
-    while e < hi and _elementwise(R[e, 0], R[e, 3], S) and S[R[e, 3], 0] == n:
-        e += 1
+    j = lo
+    while j < hi:
+        if _elementwise(R[j, 0], R[j, 3], S) and S[R[j, 3], 0] == n:
+            e = j + 1
+        elif _FAMILY[R[j, 0] & 255] != INPUT:
+            break
+        j += 1
     return e
 
 
@@ -2379,6 +2404,8 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
         m = min(bs, hi - b0)
         for i in range(r0, r1):
             code = R[i, 0]
+            if _FAMILY[code & 255] == INPUT:
+                continue
             sa = R[i, 1]
             sb = R[i, 2]
             fl = code >> 8
@@ -2425,9 +2452,11 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
         m = starts[e] - b0
         for i in range(r0, r1):
             code = R[i, 0]
+            if _FAMILY[code & 255] == INPUT:
+                continue
             fl = code >> 8
-            pa = _run_value(R[i, 1], fl & 1, VA, pv, r0, r1, b0)
-            pb = _run_value(R[i, 2], fl & 2, VA, pv, r0, r1, b0)
+            pa = _run_value(R, R[i, 1], fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(R, R[i, 2], fl & 2, VA, pv, r0, r1, b0)
             py = pv + 8 * BLOCK * (i - r0)
             _forward_elementwise(code, m, pa, pb, py, IA, W)
         pt = pv + 8 * BLOCK * (top - r0)
@@ -2445,13 +2474,13 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             sb = R[i, 2]
             k = R[i, 3]
             fl = code >> 8
-            pa = _run_value(sa, fl & 1, VA, pv, r0, r1, b0)
-            pb = _run_value(sb, fl & 2, VA, pv, r0, r1, b0)
+            pa = _run_value(R, sa, fl & 1, VA, pv, r0, r1, b0)
+            pb = _run_value(R, sb, fl & 2, VA, pv, r0, r1, b0)
             py = pv + 8 * BLOCK * (i - r0)
-            ga = base + BLOCK * (sa - r0) if sa >= r0 else GO[sa] + b0
+            ga = base + BLOCK * (sa - r0) if _in_run(R, sa, r0, r1) else GO[sa] + b0
             gb = 0
             if sb >= 0:
-                gb = base + BLOCK * (sb - r0) if sb >= r0 else GO[sb] + b0
+                gb = base + BLOCK * (sb - r0) if _in_run(R, sb, r0, r1) else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             _clear(G, gy, m)  # for the next block
@@ -2560,10 +2589,10 @@ def _pairwise_combine(n, leaf_sums):
 
 
 @njit(error_model="numpy")
-def _run_value(s, one, VA, pv, r0, r1, b0):
+def _run_value(R, s, one, VA, pv, r0, r1, b0):
     """Address of operand slot s's values for the block at b0 of a seeded run: scratch for the
     run's rows, the arena otherwise (a one-element operand at its start)."""
-    if s >= r0 and s < r1:
+    if _in_run(R, s, r0, r1):
         return pv + 8 * BLOCK * (s - r0)
     return _block_value(s, one, VA, b0)
 

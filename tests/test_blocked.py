@@ -35,13 +35,14 @@ def programs(draw):
     n = draw(SIZES)
     steps = draw(st.lists(st.tuples(st.sampled_from(["unary", "binary", "scalar_const",
                                                       "scalar_input", "zero_d", "broadcast",
-                                                      "reduce", "line_sum"]),
+                                                      "reduce", "line_sum", "late_array",
+                                                      "late_scalar"]),
                                     st.integers(0, 10 ** 6)), min_size=3, max_size=14))
     return n, steps, draw(st.sampled_from(["two_sums", "lone_sum", "half_sum"]))
 
 
 def _run_program(n, steps, tail="two_sums"):
-    def f(x, y, s):
+    def f(x, y, s, z, c):  # z and c are first used mid-chain: their leaf rows sit inside runs
         pool = [x, y]
         acc = s * 0.5  # a 0-d row
         for kind, r in steps:
@@ -54,6 +55,10 @@ def _run_program(n, steps, tail="two_sums"):
                 pool.append(u * 1.5 + 0.25)
             elif kind == "scalar_input":  # a needed one-element operand: ends a reverse run
                 pool.append(s * u)
+            elif kind == "late_array":  # an argument's first use records its leaf row here
+                pool.append(BINARY_STEPS[r % len(BINARY_STEPS)](u, z))
+            elif kind == "late_scalar":  # the same for a needed one-element argument
+                pool.append(u * c + u)
             elif kind == "zero_d":  # a 0-d row between array rows
                 acc = acc * s + 1.0
             elif kind == "broadcast":  # an operand through an index map
@@ -74,12 +79,13 @@ def _run_program(n, steps, tail="two_sums"):
         return tnp.sum(pool[-1] * pool[-2]) + tnp.sum(pool[-1]) + acc
 
     rng = np.random.default_rng(len(steps) * n)
-    args = (rng.normal(size=n), rng.normal(size=n), 0.7)
+    args = (rng.normal(size=n), rng.normal(size=n), 0.7, rng.normal(size=n), -0.4)
     return f, args
 
 
 def _sweeps(f, args):
-    cf = tape.compile(f, *args, argnums=(0, 1, 2))
+    nums = tuple(range(len(args)))
+    cf = tape.compile(f, *args, argnums=nums)
     v = next(reversed(cf.variants.values()))
     A = v.A
     rows = len(A.sv)
@@ -96,7 +102,7 @@ def _sweeps(f, args):
     single = values()
     # reverse: the same, from the same seed, into an arena holding every adjoint (the replay's
     # own keeps its run-local ones in scratch)
-    p = v._plan((0, 1, 2))
+    p = v._plan(nums)
     live, need = p.live, p.need
     need = need & 3  # without the replay's clearing and local bits: every adjoint compared
     GO, G = arena(A, live)
@@ -451,3 +457,56 @@ def test_run_closed_by_a_sum_over_lines(lines):
                                         * y.reshape(P, lines)).ravel(), rtol=1e-12)
         np.testing.assert_allclose(gy, (gw * np.sin(x.reshape(P, lines))).ravel(), rtol=1e-12)
         assert gs == pytest.approx(np.sum(t * t), rel=1e-13)
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_input_rows_do_not_end_a_run(scale):
+    """An argument's leaf row is recorded where the argument is first used: v's below sits
+    between x - u and its product with v. Input rows do nothing in a sweep, so the run goes
+    on through them, and the sum closing it still seeds it. Hand-derived gradients, bit for
+    bit (each is one product: the seeded run's unit seed scaled at the end rounds once too)."""
+    n = 3 * BLOCK + 5
+    rng = np.random.default_rng(11)
+    x, u, v = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+
+    def f(x, u, v):
+        return scale * tnp.sum((x - u) * v)
+
+    cf = tape.compile(f, x, u, v, argnums=(0, 1, 2))
+    variant = next(reversed(cf.variants.values()))
+    A = variant.A
+    leaf = [i for i in range(len(A.sv)) if jit.TABLE[A.code[i] & 255].name == "leaf"][-1]
+    assert 0 < leaf < len(A.sv) - 2  # v's leaf row is inside the chain
+    assert _longest_runs(A, variant._plan((0, 1, 2)).need)[0] == 3  # x - u, v's leaf, the product
+    assert _seeded(cf, (0, 1, 2))
+    for args in ((x, u, v), (2 * x, u, -v)):
+        value, (gx, gu, gv) = cf.value_and_grad(*args)
+        assert value == scale * np.sum((args[0] - args[1]) * args[2])
+        np.testing.assert_array_equal(gx, scale * args[2])
+        np.testing.assert_array_equal(gu, scale * -args[2])
+        np.testing.assert_array_equal(gv, scale * (args[0] - args[1]))
+        assert cf(*args) == value
+
+
+def test_late_scalar_arguments_in_a_long_run():
+    """A fit's shape: scalar parameters first used mid-expression, over many points. Their 0-d
+    leaf rows no longer split the forward run; the replay equals eager bit for bit (no vector
+    kernel in this model), split among threads or not."""
+    n = (1 << 17) + 3 * BLOCK + 7  # large enough for a value replay to split its run
+    t = np.linspace(0.0, 2.0, n)
+    y = 1.5 * t - 0.3 * t * t + 0.01 * np.sin(40.0 * t)
+
+    def f(a, b, t, y):
+        return tnp.sum((a * t + b * (t * t) - y) ** 2)
+
+    want = tape.value_and_grad(f, argnums=(0, 1))(1.2, -0.1, t, y)
+    for threads in (1, 2):
+        cf = tape.compile(f, 1.2, -0.1, t, y, argnums=(0, 1), threads=threads)
+        A = next(reversed(cf.variants.values())).A
+        first = min(i for i in range(len(A.sv)) if A.R[i, 3] >= 0 and A.size[i] == n
+                    and _interp._elementwise(A.R[i, 0], A.R[i, 3], A.S))
+        assert _interp._forward_run_end(A.R, A.S, first, len(A.sv), n) - first >= 6
+        for _ in range(2):
+            value, g = cf.value_and_grad(1.2, -0.1, t, y)
+            assert value == want[0] and g == want[1]
+            assert cf(1.2, -0.1, t, y) == want[0]
