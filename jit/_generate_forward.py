@@ -146,7 +146,11 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
     With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
-    part[2] for the caller to combine; the sum row's value is not written."""
+    part[2] for the caller to combine; the sum row's value is not written.
+    A row's needed one-element operand (a fit's scalar parameter) gets its terms summed leaf by
+    leaf (``_pairwise_terms``), in NumPy's pairwise order as a row swept alone sums them; the
+    totals are added to those adjoints last row first, as the reverse sweep would (by worker k:
+    left in part[3:] as a count, then (slot, total) pairs, for the caller to combine)."""
     nr = r1 - r0
     top = r1 - 1
     vals = np.empty(nr * BLOCK)
@@ -160,6 +164,14 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
         off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
     nleaves, starts, leaf_sums = _leaf_plan(size)
     starts[:nleaves + 1] += off
+    term = np.full(nr, -1, np.int64)  # rows whose one-element operand's terms are summed
+    nt = 0
+    for i in range(r0, r1):
+        if _sums_operand(need[i], R[i, 0]):
+            term[i - r0] = nt
+            nt += 1
+    term_sums = np.empty((max(nt, 1), max(nleaves, 1)))
+    buf = np.empty(3 * 128)
     q = 0
     while q < nleaves:
         b0 = starts[q]
@@ -199,16 +211,39 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             if sb >= 0:
                 gb = base + BLOCK * (sb - r0) if _in_run(R, sb, r0, r1) else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
-            _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            t = term[i - r0]
+            if t >= 0:  # (one operand: a row with two one-element operands has one element)
+                bit = nd & fl & 3
+                _pairwise_terms(code, bit, starts, q, e, b0, S[k, 1], S[k, 2], pa, ga, pb, gb,
+                                py, gy, G, IA, FA, term_sums[t], buf)
+                nd = nd & (255 - bit)
+            if nd & 3:
+                _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G,
+                                     IA, FA)
             _clear(G, gy, m)  # for the next block
         q = e
     if part[1] > 1:
         part[2] = _pairwise_combine(size, leaf_sums)  # this piece's sum
+        part[3] = nt
     else:
         _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
+    j = 0
+    for i in range(r1 - 1, r0 - 1, -1):  # the one-element operands' totals, last row first
+        t = term[i - r0]
+        if t < 0:
+            continue
+        s = R[i, need[i] & (R[i, 0] >> 8) & 3]  # (bit 1: column 1, a; bit 2: column 2, b)
+        total = _pairwise_combine(size, term_sums[t])
+        if part[1] > 1:
+            part[4 + 2 * j] = s
+            part[5 + 2 * j] = total
+            j += 1
+        else:
+            _st(pG, GO[s], _ld(pG, GO[s]) + total)
     # keep the scratch alive past its last raw-address use
     vals[0] = 0.0
     adj[0] = 0.0
+    buf[0] = 0.0
 
 
 @njit(error_model="numpy")

@@ -1366,8 +1366,8 @@ def _closing_sum(R, S, IA, e):
 def seed_pass(R, S, IA, need, keep, first):
     """Set need bit SEEDED on each full sum that closes a forward run whose reverse can run
     inside its forward: the sum is the only reader of the run's last row, every other row of
-    the run is read inside the run only, no operand is a needed one-element one, and no row
-    after the sum reads an operand whose adjoint the run makes. Then, block by block, the
+    the run is read inside the run only, and no row after the sum reads an operand whose
+    adjoint the run makes (a needed one-element operand's too). Then, block by block, the
     forward computes the run's rows, the block's share of the sum, and the rows back from a
     unit seed, with values and adjoints in scratch (``_forward_seeded_run``), and leaves the
     run's input adjoints for the unit seed in the arena; the reverse sweep scales them by the
@@ -1405,8 +1405,6 @@ def seed_pass(R, S, IA, need, keep, first):
                 continue  # (an input of the run: see _run_inputs)
             if r < e - 1 and (last[r] >= e or keep[r]):
                 ok = False  # read after the run, or read by the caller
-            if _sums_operand(need[r], R[r, 0]):
-                ok = False  # a needed one-element operand
         inputs = _run_inputs(R, need, r0, e)
         for s in inputs:
             if last[s] > e or keep[s]:
@@ -1444,7 +1442,7 @@ def _reverse_seeded(R, S, GO, G, need, e):
     pG = _addr(G)
     for s in _run_inputs(R, need, r0, e):
         o = GO[s]
-        for j in range(n):
+        for j in range(S[R[s, 3], 0] if R[s, 3] >= 0 else 1):  # (one element or n)
             _st(pG, o + j, _ld(pG, o + j) * g)
     return r0
 
@@ -1528,50 +1526,56 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
 def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
     NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
-    faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit). Each leaf's terms come
-    from the row's own loop, run on the leaf with the operand's value repeated in a buffer and
-    its adjoint pointed at a buffer of -0.0 (-0.0 + t is t), the other operand gathered through
-    its index map if it has one: the same terms as element by element, with no per-op code."""
+    faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit)."""
+    nleaf, lstart, lsum = _leaf_plan(n)
+    buf = np.empty(3 * 128)
+    _pairwise_terms(code, bit, lstart, 0, nleaf, 0, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA,
+                    lsum, buf)
+    g = ga if bit == 1 else gb
+    pG = _addr(G)
+    _st(pG, g, _ld(pG, g) + _pairwise_combine(n, lsum))
+
+
+@njit(error_model="numpy")
+def _pairwise_terms(code, bit, starts, q0, q1, b0, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA,
+                    lsum, buf):
+    """lsum[q], for the leaves q0..q1-1 of NumPy's pairwise sum (elements starts[q] up to
+    starts[q + 1]), of a binary row's terms for its one-element operand's adjoint (bit 1: a,
+    2: b); the row's buffers start at element b0. Each leaf's terms come from the row's own
+    loop, run on the leaf with the operand's value repeated in a buffer and its adjoint pointed
+    at a buffer of -0.0 (-0.0 + t is t), the other operand gathered through its index map if it
+    has one: the same terms as element by element, with no per-op code. buf: 3 * 128 scratch."""
     fl = code >> 8
     one = 1 if bit == 2 else 2  # the other operand's bits: one element, index map
     omap = 8 if bit == 2 else 4
     code2 = (code & 255) | ((fl & ~(bit | omap)) << 8)
     po = pb if bit == 1 else pa
     mo = IA[iat + (1 if bit == 1 else 0)] if fl & omap else -1
-    nleaf, lstart, lsum = _leaf_plan(n)
-    val = np.empty(128)
-    terms = np.empty(128)
-    gathered = np.empty(128)
-    pval = _addr(val)
-    pterms = _addr(terms)
-    pgath = _addr(gathered)
+    pval = _addr(buf)
+    pterms = pval + 8 * 128
+    pgath = pval + 16 * 128
     k = 2 * (bit - 1)  # this operand's columns of _READS: reads of a's value, of b's
     own = _READS[code & 255, k + bit - 1]
     reads_other = _READS[code & 255, k + 2 - bit]
-    val[:] = _ld(pa if bit == 1 else pb, 0) if own else 0.0
+    buf[:128] = _ld(pa if bit == 1 else pb, 0) if own else 0.0
     gt = (pterms - _addr(G)) // 8  # the terms' buffer as an offset from G's data
-    for q in range(nleaf):
-        s0 = lstart[q]
-        m = lstart[q + 1] - s0
-        terms[:m] = -0.0
+    for q in range(q0, q1):
+        s0 = starts[q]
+        m = starts[q + 1] - s0
+        r = s0 - b0
+        buf[128:128 + m] = -0.0
         if mo >= 0:
             if reads_other:
                 for j in range(m):
                     _st(pgath, j, _ld(po, IA[mo + s0 + j]))
             p2 = pgath
         else:
-            p2 = po if fl & one else po + 8 * s0
+            p2 = po if fl & one else po + 8 * r
         pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
-        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
+        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * r, gy + r, G,
                         IA, FA)
         lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
-    g = ga if bit == 1 else gb
-    pG = _addr(G)
-    _st(pG, g, _ld(pG, g) + _pairwise_combine(n, lsum))
-    # keep the buffers alive past their last raw-address use
-    val[0] = 0.0
-    terms[0] = 0.0
-    gathered[0] = 0.0
+    buf[0] = 0.0  # keep the buffer alive past its last raw-address use
 
 
 @njit(error_model="numpy")
@@ -2429,7 +2433,11 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
     With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
-    part[2] for the caller to combine; the sum row's value is not written."""
+    part[2] for the caller to combine; the sum row's value is not written.
+    A row's needed one-element operand (a fit's scalar parameter) gets its terms summed leaf by
+    leaf (``_pairwise_terms``), in NumPy's pairwise order as a row swept alone sums them; the
+    totals are added to those adjoints last row first, as the reverse sweep would (by worker k:
+    left in part[3:] as a count, then (slot, total) pairs, for the caller to combine)."""
     nr = r1 - r0
     top = r1 - 1
     vals = np.empty(nr * BLOCK)
@@ -2443,6 +2451,14 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
         off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
     nleaves, starts, leaf_sums = _leaf_plan(size)
     starts[:nleaves + 1] += off
+    term = np.full(nr, -1, np.int64)  # rows whose one-element operand's terms are summed
+    nt = 0
+    for i in range(r0, r1):
+        if _sums_operand(need[i], R[i, 0]):
+            term[i - r0] = nt
+            nt += 1
+    term_sums = np.empty((max(nt, 1), max(nleaves, 1)))
+    buf = np.empty(3 * 128)
     q = 0
     while q < nleaves:
         b0 = starts[q]
@@ -2482,16 +2498,39 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             if sb >= 0:
                 gb = base + BLOCK * (sb - r0) if _in_run(R, sb, r0, r1) else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
-            _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            t = term[i - r0]
+            if t >= 0:  # (one operand: a row with two one-element operands has one element)
+                bit = nd & fl & 3
+                _pairwise_terms(code, bit, starts, q, e, b0, S[k, 1], S[k, 2], pa, ga, pb, gb,
+                                py, gy, G, IA, FA, term_sums[t], buf)
+                nd = nd & (255 - bit)
+            if nd & 3:
+                _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G,
+                                     IA, FA)
             _clear(G, gy, m)  # for the next block
         q = e
     if part[1] > 1:
         part[2] = _pairwise_combine(size, leaf_sums)  # this piece's sum
+        part[3] = nt
     else:
         _st(VA[r1], 0, 0.0 + _pairwise_combine(n, leaf_sums))  # the sum row's value
+    j = 0
+    for i in range(r1 - 1, r0 - 1, -1):  # the one-element operands' totals, last row first
+        t = term[i - r0]
+        if t < 0:
+            continue
+        s = R[i, need[i] & (R[i, 0] >> 8) & 3]  # (bit 1: column 1, a; bit 2: column 2, b)
+        total = _pairwise_combine(size, term_sums[t])
+        if part[1] > 1:
+            part[4 + 2 * j] = s
+            part[5 + 2 * j] = total
+            j += 1
+        else:
+            _st(pG, GO[s], _ld(pG, GO[s]) + total)
     # keep the scratch alive past its last raw-address use
     vals[0] = 0.0
     adj[0] = 0.0
+    buf[0] = 0.0
 
 
 @njit(error_model="numpy")

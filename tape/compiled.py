@@ -901,7 +901,7 @@ class _Variant:
         seeded run in `p.split` swept by `threads` workers at once (the sweeps release the
         GIL), each on its piece of the run's elements; the pieces' sums are then added in
         NumPy's pairwise order, and the rows between the runs run in this thread."""
-        A = self.A
+        A, G, GO = self.A, p.G, p.GO
         sweep = _sweep()
         args = p.args
         lo = 0
@@ -910,13 +910,18 @@ class _Variant:
             T = threads
             while A.size[r0] < 256 * T:  # every piece's parents longer than a pairwise leaf
                 T //= 2
-            parts = [np.array([k, T, 0.0]) for k in range(T)]
+            # (k, T, the piece's sum, then a count and (slot, total) pairs: the pieces' terms
+            # of one-element operands' adjoints, at most one per row)
+            parts = [np.zeros(4 + 2 * (e - r0)) for _ in range(T)]
+            for k, part in enumerate(parts):
+                part[:2] = k, T
             run_pieces(lambda part: sweep(*args, r0, e + 1, 0, 0, part),  # noqa: B023
                        [(part,) for part in parts])
-            sums = [part[2] for part in parts]
-            while len(sums) > 1:  # the top of the pairwise recursion, bottom up
-                sums = [sums[i] + sums[i + 1] for i in range(0, len(sums), 2)]
-            self.t.store(e, 0.0 + sums[0])  # (as the sum kernel: 0.0 + its pairwise sum)
+            total = _pairwise_top([part[2] for part in parts])
+            self.t.store(e, 0.0 + total)  # (as the sum kernel: 0.0 + its pairwise sum)
+            for j in range(int(parts[0][3])):  # last row first, as the sweep adds them
+                s = int(parts[0][4 + 2 * j])
+                G[GO[s]] += _pairwise_top([part[5 + 2 * j] for part in parts])
             lo = e + 1
         n = len(A.sv)
         sweep(*args, lo, n, 0, n, _STEP)
@@ -956,6 +961,13 @@ class _Variant:
         (g,) = prog.run(ts, 1)
         g = g[0]
         return float(g) if g.ndim == 0 else g
+
+
+def _pairwise_top(sums):
+    """The sum of the pieces' sums at the top of NumPy's pairwise recursion, bottom up."""
+    while len(sums) > 1:
+        sums = [sums[i] + sums[i + 1] for i in range(0, len(sums), 2)]
+    return sums[0]
 
 
 _SWEEP = []
