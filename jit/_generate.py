@@ -608,56 +608,50 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
 def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
     NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
-    faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit)."""
-    nleaf, lstart, lsum = _leaf_plan(n)
-    buf = np.empty(3 * 128)
-    _pairwise_terms(code, bit, lstart, 0, nleaf, 0, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA,
-                    lsum, buf)
-    g = ga if bit == 1 else gb
-    pG = _addr(G)
-    _st(pG, g, _ld(pG, g) + _pairwise_combine(n, lsum))
-
-
-@njit(error_model="numpy")
-def _pairwise_terms(code, bit, starts, q0, q1, b0, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA,
-                    lsum, buf):
-    """lsum[q], for the leaves q0..q1-1 of NumPy's pairwise sum (elements starts[q] up to
-    starts[q + 1]), of a binary row's terms for its one-element operand's adjoint (bit 1: a,
-    2: b); the row's buffers start at element b0. Each leaf's terms come from the row's own
-    loop, run on the leaf with the operand's value repeated in a buffer and its adjoint pointed
-    at a buffer of -0.0 (-0.0 + t is t), the other operand gathered through its index map if it
-    has one: the same terms as element by element, with no per-op code. buf: 3 * 128 scratch."""
+    faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit). Each leaf's terms come
+    from the row's own loop, run on the leaf with the operand's value repeated in a buffer and
+    its adjoint pointed at a buffer of -0.0 (-0.0 + t is t), the other operand gathered through
+    its index map if it has one: the same terms as element by element, with no per-op code."""
     fl = code >> 8
     one = 1 if bit == 2 else 2  # the other operand's bits: one element, index map
     omap = 8 if bit == 2 else 4
     code2 = (code & 255) | ((fl & ~(bit | omap)) << 8)
     po = pb if bit == 1 else pa
     mo = IA[iat + (1 if bit == 1 else 0)] if fl & omap else -1
-    pval = _addr(buf)
-    pterms = pval + 8 * 128
-    pgath = pval + 16 * 128
+    nleaf, lstart, lsum = _leaf_plan(n)
+    val = np.empty(128)
+    terms = np.empty(128)
+    gathered = np.empty(128)
+    pval = _addr(val)
+    pterms = _addr(terms)
+    pgath = _addr(gathered)
     k = 2 * (bit - 1)  # this operand's columns of _READS: reads of a's value, of b's
     own = _READS[code & 255, k + bit - 1]
     reads_other = _READS[code & 255, k + 2 - bit]
-    buf[:128] = _ld(pa if bit == 1 else pb, 0) if own else 0.0
+    val[:] = _ld(pa if bit == 1 else pb, 0) if own else 0.0
     gt = (pterms - _addr(G)) // 8  # the terms' buffer as an offset from G's data
-    for q in range(q0, q1):
-        s0 = starts[q]
-        m = starts[q + 1] - s0
-        r = s0 - b0
-        buf[128:128 + m] = -0.0
+    for q in range(nleaf):
+        s0 = lstart[q]
+        m = lstart[q + 1] - s0
+        terms[:m] = -0.0
         if mo >= 0:
             if reads_other:
                 for j in range(m):
                     _st(pgath, j, _ld(po, IA[mo + s0 + j]))
             p2 = pgath
         else:
-            p2 = po if fl & one else po + 8 * r
+            p2 = po if fl & one else po + 8 * s0
         pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
-        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * r, gy + r, G,
+        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
                         IA, FA)
         lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
-    buf[0] = 0.0  # keep the buffer alive past its last raw-address use
+    g = ga if bit == 1 else gb
+    pG = _addr(G)
+    _st(pG, g, _ld(pG, g) + _pairwise_combine(n, lsum))
+    # keep the buffers alive past their last raw-address use
+    val[0] = 0.0
+    terms[0] = 0.0
+    gathered[0] = 0.0
 
 
 @njit(error_model="numpy")

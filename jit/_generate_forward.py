@@ -148,7 +148,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
     part[2] for the caller to combine; the sum row's value is not written.
     A row's needed one-element operand (a fit's scalar parameter) gets its terms summed leaf by
-    leaf (``_pairwise_terms``), in NumPy's pairwise order as a row swept alone sums them; the
+    leaf, in NumPy's pairwise order as a row swept alone sums them
+    (``_reverse_pairwise_operand``); the
     totals are added to those adjoints last row first, as the reverse sweep would (by worker k:
     left in part[3:] as a count, then (slot, total) pairs, for the caller to combine)."""
     nr = r1 - r0
@@ -171,7 +172,10 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             term[i - r0] = nt
             nt += 1
     term_sums = np.empty((max(nt, 1), max(nleaves, 1)))
-    buf = np.empty(3 * 128)
+    rep = np.empty(BLOCK)  # such an operand's value, repeated
+    terms = np.empty(BLOCK)  # its terms, one per element
+    prep = _addr(rep)
+    pterms = _addr(terms)
     q = 0
     while q < nleaves:
         b0 = starts[q]
@@ -212,14 +216,31 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
                 gb = base + BLOCK * (sb - r0) if _in_run(R, sb, r0, r1) else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
             t = term[i - r0]
-            if t >= 0:  # (one operand: a row with two one-element operands has one element)
-                bit = nd & fl & 3
-                _pairwise_terms(code, bit, starts, q, e, b0, S[k, 1], S[k, 2], pa, ga, pb, gb,
-                                py, gy, G, IA, FA, term_sums[t], buf)
-                nd = nd & (255 - bit)
-            if nd & 3:
-                _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G,
+            bit = nd & fl & 3  # (one bit: a row with two one-element operands has one element)
+            # a row with a scalar's adjoint is swept twice: first for that adjoint's terms, with
+            # the scalar's value repeated and its adjoint pointed at a block of -0.0 (-0.0 + t
+            # is t), summed leaf by leaf; then for the other operand's adjoint, if needed. (One
+            # call of the row kernels here: each call site costs seconds of cold compile.)
+            for twice in range(2 if t >= 0 else 1):
+                c, d, qa, qga, qb, qgb = code, nd, pa, ga, pb, gb
+                if t >= 0 and twice == 0:
+                    c, d = (code & 255) | ((fl & (255 - bit)) << 8), np.uint8(bit)
+                    rep[:m] = _ld(pa if bit == 1 else pb, 0)
+                    terms[:m] = -0.0
+                    if bit == 1:
+                        qa, qga = prep, (pterms - pG) // 8
+                    else:
+                        qb, qgb = prep, (pterms - pG) // 8
+                elif t >= 0:
+                    d = np.uint8(nd & (255 - bit))  # (need's type: one compiled kernel)
+                    if (d & 3) == 0:
+                        break
+                _reverse_elementwise(c, d, m, S[k, 1], S[k, 2], qa, qga, qb, qgb, py, gy, G,
                                      IA, FA)
+                if t >= 0 and twice == 0:
+                    for leaf in range(q, e):
+                        term_sums[t, leaf] = _pairwise_leaf(pterms, starts[leaf] - b0,
+                                                            starts[leaf + 1] - starts[leaf])
             _clear(G, gy, m)  # for the next block
         q = e
     if part[1] > 1:
@@ -243,7 +264,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     # keep the scratch alive past its last raw-address use
     vals[0] = 0.0
     adj[0] = 0.0
-    buf[0] = 0.0
+    rep[0] = 0.0
+    terms[0] = 0.0
 
 
 @njit(error_model="numpy")

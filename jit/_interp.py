@@ -1526,56 +1526,50 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
 def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
     NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
-    faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit)."""
-    nleaf, lstart, lsum = _leaf_plan(n)
-    buf = np.empty(3 * 128)
-    _pairwise_terms(code, bit, lstart, 0, nleaf, 0, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA,
-                    lsum, buf)
-    g = ga if bit == 1 else gb
-    pG = _addr(G)
-    _st(pG, g, _ld(pG, g) + _pairwise_combine(n, lsum))
-
-
-@njit(error_model="numpy")
-def _pairwise_terms(code, bit, starts, q0, q1, b0, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA,
-                    lsum, buf):
-    """lsum[q], for the leaves q0..q1-1 of NumPy's pairwise sum (elements starts[q] up to
-    starts[q + 1]), of a binary row's terms for its one-element operand's adjoint (bit 1: a,
-    2: b); the row's buffers start at element b0. Each leaf's terms come from the row's own
-    loop, run on the leaf with the operand's value repeated in a buffer and its adjoint pointed
-    at a buffer of -0.0 (-0.0 + t is t), the other operand gathered through its index map if it
-    has one: the same terms as element by element, with no per-op code. buf: 3 * 128 scratch."""
+    faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit). Each leaf's terms come
+    from the row's own loop, run on the leaf with the operand's value repeated in a buffer and
+    its adjoint pointed at a buffer of -0.0 (-0.0 + t is t), the other operand gathered through
+    its index map if it has one: the same terms as element by element, with no per-op code."""
     fl = code >> 8
     one = 1 if bit == 2 else 2  # the other operand's bits: one element, index map
     omap = 8 if bit == 2 else 4
     code2 = (code & 255) | ((fl & ~(bit | omap)) << 8)
     po = pb if bit == 1 else pa
     mo = IA[iat + (1 if bit == 1 else 0)] if fl & omap else -1
-    pval = _addr(buf)
-    pterms = pval + 8 * 128
-    pgath = pval + 16 * 128
+    nleaf, lstart, lsum = _leaf_plan(n)
+    val = np.empty(128)
+    terms = np.empty(128)
+    gathered = np.empty(128)
+    pval = _addr(val)
+    pterms = _addr(terms)
+    pgath = _addr(gathered)
     k = 2 * (bit - 1)  # this operand's columns of _READS: reads of a's value, of b's
     own = _READS[code & 255, k + bit - 1]
     reads_other = _READS[code & 255, k + 2 - bit]
-    buf[:128] = _ld(pa if bit == 1 else pb, 0) if own else 0.0
+    val[:] = _ld(pa if bit == 1 else pb, 0) if own else 0.0
     gt = (pterms - _addr(G)) // 8  # the terms' buffer as an offset from G's data
-    for q in range(q0, q1):
-        s0 = starts[q]
-        m = starts[q + 1] - s0
-        r = s0 - b0
-        buf[128:128 + m] = -0.0
+    for q in range(nleaf):
+        s0 = lstart[q]
+        m = lstart[q + 1] - s0
+        terms[:m] = -0.0
         if mo >= 0:
             if reads_other:
                 for j in range(m):
                     _st(pgath, j, _ld(po, IA[mo + s0 + j]))
             p2 = pgath
         else:
-            p2 = po if fl & one else po + 8 * r
+            p2 = po if fl & one else po + 8 * s0
         pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
-        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * r, gy + r, G,
+        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
                         IA, FA)
         lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
-    buf[0] = 0.0  # keep the buffer alive past its last raw-address use
+    g = ga if bit == 1 else gb
+    pG = _addr(G)
+    _st(pG, g, _ld(pG, g) + _pairwise_combine(n, lsum))
+    # keep the buffers alive past their last raw-address use
+    val[0] = 0.0
+    terms[0] = 0.0
+    gathered[0] = 0.0
 
 
 @njit(error_model="numpy")
@@ -2435,7 +2429,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
     part[2] for the caller to combine; the sum row's value is not written.
     A row's needed one-element operand (a fit's scalar parameter) gets its terms summed leaf by
-    leaf (``_pairwise_terms``), in NumPy's pairwise order as a row swept alone sums them; the
+    leaf, in NumPy's pairwise order as a row swept alone sums them
+    (``_reverse_pairwise_operand``); the
     totals are added to those adjoints last row first, as the reverse sweep would (by worker k:
     left in part[3:] as a count, then (slot, total) pairs, for the caller to combine)."""
     nr = r1 - r0
@@ -2458,7 +2453,10 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             term[i - r0] = nt
             nt += 1
     term_sums = np.empty((max(nt, 1), max(nleaves, 1)))
-    buf = np.empty(3 * 128)
+    rep = np.empty(BLOCK)  # such an operand's value, repeated
+    terms = np.empty(BLOCK)  # its terms, one per element
+    prep = _addr(rep)
+    pterms = _addr(terms)
     q = 0
     while q < nleaves:
         b0 = starts[q]
@@ -2499,14 +2497,31 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
                 gb = base + BLOCK * (sb - r0) if _in_run(R, sb, r0, r1) else GO[sb] + b0
             gy = base + BLOCK * (i - r0)
             t = term[i - r0]
-            if t >= 0:  # (one operand: a row with two one-element operands has one element)
-                bit = nd & fl & 3
-                _pairwise_terms(code, bit, starts, q, e, b0, S[k, 1], S[k, 2], pa, ga, pb, gb,
-                                py, gy, G, IA, FA, term_sums[t], buf)
-                nd = nd & (255 - bit)
-            if nd & 3:
-                _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G,
+            bit = nd & fl & 3  # (one bit: a row with two one-element operands has one element)
+            # a row with a scalar's adjoint is swept twice: first for that adjoint's terms, with
+            # the scalar's value repeated and its adjoint pointed at a block of -0.0 (-0.0 + t
+            # is t), summed leaf by leaf; then for the other operand's adjoint, if needed. (One
+            # call of the row kernels here: each call site costs seconds of cold compile.)
+            for twice in range(2 if t >= 0 else 1):
+                c, d, qa, qga, qb, qgb = code, nd, pa, ga, pb, gb
+                if t >= 0 and twice == 0:
+                    c, d = (code & 255) | ((fl & (255 - bit)) << 8), np.uint8(bit)
+                    rep[:m] = _ld(pa if bit == 1 else pb, 0)
+                    terms[:m] = -0.0
+                    if bit == 1:
+                        qa, qga = prep, (pterms - pG) // 8
+                    else:
+                        qb, qgb = prep, (pterms - pG) // 8
+                elif t >= 0:
+                    d = np.uint8(nd & (255 - bit))  # (need's type: one compiled kernel)
+                    if (d & 3) == 0:
+                        break
+                _reverse_elementwise(c, d, m, S[k, 1], S[k, 2], qa, qga, qb, qgb, py, gy, G,
                                      IA, FA)
+                if t >= 0 and twice == 0:
+                    for leaf in range(q, e):
+                        term_sums[t, leaf] = _pairwise_leaf(pterms, starts[leaf] - b0,
+                                                            starts[leaf + 1] - starts[leaf])
             _clear(G, gy, m)  # for the next block
         q = e
     if part[1] > 1:
@@ -2530,7 +2545,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     # keep the scratch alive past its last raw-address use
     vals[0] = 0.0
     adj[0] = 0.0
-    buf[0] = 0.0
+    rep[0] = 0.0
+    terms[0] = 0.0
 
 
 @njit(error_model="numpy")
