@@ -883,13 +883,23 @@ def _binary_operand(p, which):
         fast.append("y = _ld(py, j)")
         general.append("y = _ld(py, j)")
     # the contiguous loop serves whenever the operands it reads are of the result's size
-    mask = ("5" if which == "a" else "10") if not _uses(d, other) else "15"
-    return [
+    own = 5 if which == "a" else 10  # bits: one element, index map
+    mask = own if not _uses(d, other) else 15
+    out = [
         f"if nd & {bit}:",
         f"    if (fl & {mask}) == 0:  # operands of the result's size",
         "        for j in range(n):",
         *["            " + ln for ln in fast],
-        f"            G[g{which} + j] += G[gy + j] * ({d})",
+        f"            G[g{which} + j] += G[gy + j] * ({d})"]
+    if mask == 15:  # the other operand of one element (a scale, a shift): read once, so that
+        # the loop stays contiguous (3x faster than the general one, which indexes per element)
+        out += [
+            f"    elif (fl & {own | (12 - (own & 12))}) == 0:  # the other: one element",
+            f"        {other} = _ld(p{other}, 0)",
+            "        for j in range(n):",
+            *["            " + ln for ln in fast if not ln.startswith(other + " ")],
+            f"            G[g{which} + j] += G[gy + j] * ({d})"]
+    return out + [
         "    else:  # a one-element operand, or one broadcast through an index map",
         "        for j in range(n):",
         *["            " + ln for ln in general],

@@ -610,6 +610,10 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     for j in range(n):
                         b = _ld(pb, j)
                         _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                elif (fl & 13) == 0:  # the other: one element
+                    b = _ld(pb, 0)
+                    for j in range(n):
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
                 else:  # a one-element operand, or one broadcast through an index map
                     for j in range(n):
                         ja = IA[ma + j] if ma >= 0 else j * sta
@@ -620,6 +624,10 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 if (fl & 15) == 0:  # operands of the result's size
                     for j in range(n):
                         a = _ld(pa, j)
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                elif (fl & 14) == 0:  # the other: one element
+                    a = _ld(pa, 0)
+                    for j in range(n):
                         _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
                 else:  # a one-element operand, or one broadcast through an index map
                     for j in range(n):
@@ -632,6 +640,10 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
@@ -658,6 +670,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
@@ -669,6 +686,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
             if (fl & 15) == 0:  # operands of the result's size
                 for j in range(n):
                     a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
                     y = _ld(py, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
             else:  # a one-element operand, or one broadcast through an index map
@@ -685,6 +707,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b / (a * a + b * b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b / (a * a + b * b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
@@ -697,6 +724,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-a / (a * a + b * b))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-a / (a * a + b * b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
@@ -762,6 +794,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
@@ -774,6 +811,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
@@ -789,6 +831,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
@@ -801,6 +848,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
@@ -816,6 +868,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
@@ -828,6 +885,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
@@ -843,6 +905,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     a = _ld(pa, j)
                     b = _ld(pb, j)
                     _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
                     ja = IA[ma + j] if ma >= 0 else j * sta
@@ -855,6 +922,11 @@ def _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                 for j in range(n):
                     b = _ld(pb, j)
                     a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
                     _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
             else:  # a one-element operand, or one broadcast through an index map
                 for j in range(n):
