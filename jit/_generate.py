@@ -308,7 +308,7 @@ def _run_scratch(R, need, r0, r1):
     return block, nblocks
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     """Rows r1-1 down to r0, block by block: each element's adjoint gets its terms in the same
     order as row by row, so the result is the same to the bit. Local adjoints (need bit LOCAL)
@@ -558,7 +558,7 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
     return GO[s] if one else GO[s] + b0
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
@@ -604,7 +604,7 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
                         _st(pG, o + i2 * s2, _ld(pG, o + i2 * s2) + _ld(pG, oy + i2) * c)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
     NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
@@ -654,7 +654,7 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
     gathered[0] = 0.0
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one binary row. An add or subtract broadcast by strides (flag 16) goes
     by the strides (``_reverse_sum_broadcast``); another broadcast by strides whose inner lines

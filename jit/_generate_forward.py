@@ -89,7 +89,7 @@ def _forward_run_end(R, S, lo, hi, n):
     return e
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
@@ -98,7 +98,7 @@ def _forward_elementwise(code, n, pa, pb, py, IA, W):
         _forward_binary(code, n, 0, pa, pb, py, IA, W)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
     """Rows r0..r1-1 block by block: each row reads what the rows before it wrote into the
     block while it is still in cache. Every element gets the same arithmetic as row by row.
@@ -137,7 +137,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
                 _st(py, p0 + p, 0.0 + _pairwise_leaf(pt, p * lines, lines))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from a unit seed on the last

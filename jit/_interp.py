@@ -1298,7 +1298,7 @@ def _run_scratch(R, need, r0, r1):
     return block, nblocks
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     """Rows r1-1 down to r0, block by block: each element's adjoint gets its terms in the same
     order as row by row, so the result is the same to the bit. Local adjoints (need bit LOCAL)
@@ -1548,7 +1548,7 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
     return GO[s] if one else GO[s] + b0
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
@@ -1594,7 +1594,7 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
                         _st(pG, o + i2 * s2, _ld(pG, o + i2 * s2) + _ld(pG, oy + i2) * c)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
     NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
@@ -1644,7 +1644,7 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
     gathered[0] = 0.0
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one binary row. An add or subtract broadcast by strides (flag 16) goes
     by the strides (``_reverse_sum_broadcast``); another broadcast by strides whose inner lines
@@ -2442,7 +2442,7 @@ def _forward_run_end(R, S, lo, hi, n):
     return e
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
@@ -2451,7 +2451,7 @@ def _forward_elementwise(code, n, pa, pb, py, IA, W):
         _forward_binary(code, n, 0, pa, pb, py, IA, W)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
     """Rows r0..r1-1 block by block: each row reads what the rows before it wrote into the
     block while it is still in cache. Every element gets the same arithmetic as row by row.
@@ -2490,7 +2490,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
                 _st(py, p0 + p, 0.0 + _pairwise_leaf(pt, p * lines, lines))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", inline="always")
 def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from a unit seed on the last
