@@ -21,6 +21,9 @@ SEEDED = 16
 # escape zeroing it after reading, a pass over memory (set by tape.compiled's plans)
 FRESH_A = 32
 FRESH_B = 64
+# need bit 128, with SEEDED, in the masks of a value-only replay: the seeded run computes its
+# values in scratch and its sum, and no reverse (tape.compiled's value calls)
+VALUES = 128
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass", "sweep")
 # Python wrappers of ``sweep`` with one of its two ranges empty

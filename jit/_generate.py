@@ -41,7 +41,7 @@ import os
 import re
 import sys
 
-from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED
+from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -709,6 +709,7 @@ LOCAL = {local}
 SEEDED = {seeded}
 FRESH_A = {fresh_a}
 FRESH_B = {fresh_b}
+VALUES = {values}
 SUM = {sum}
 ADD = {add}
 SUBTRACT = {subtract}
@@ -1303,7 +1304,7 @@ def render() -> str:
     kernels, calls = _family_kernels()
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
     for name, value in (("clear", CLEAR), ("local", LOCAL), ("seeded", SEEDED),
-                        ("fresh_a", FRESH_A), ("fresh_b", FRESH_B),
+                        ("fresh_a", FRESH_A), ("fresh_b", FRESH_B), ("values", VALUES),
                         ("sum", OPCODE["sum"]), ("add", OPCODE["add"]),
                         ("subtract", OPCODE["subtract"])):
         body = body.replace("{" + name + "}", str(value))

@@ -151,7 +151,9 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     leaf, in NumPy's pairwise order as a row swept alone sums them
     (``_reverse_pairwise_operand``); the
     totals are added to those adjoints last row first, as the reverse sweep would (by worker k:
-    left in part[3:] as a count, then (slot, total) pairs, for the caller to combine)."""
+    left in part[3:] as a count, then (slot, total) pairs, for the caller to combine).
+    need[r1] & VALUES (a value-only replay, whose masks mark nothing else): the values and the
+    sum only, still with the run's values in scratch."""
     nr = r1 - r0
     top = r1 - 1
     vals = np.empty(nr * BLOCK)
@@ -195,6 +197,9 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
         pt = pv + 8 * BLOCK * (top - r0)
         for leaf in range(q, e):
             leaf_sums[leaf] = _pairwise(pt, starts[leaf] - b0, starts[leaf + 1] - starts[leaf])
+        if need[r1] & VALUES:
+            q = e
+            continue
         gt = base + BLOCK * (top - r0)
         for j in range(m):
             _st(pG, gt + j, 1.0)

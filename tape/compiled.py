@@ -107,7 +107,12 @@ class CompiledTape:
     @_serialized
     def __call__(self, *args):
         """The value of f at `args` (a forward sweep)."""
-        v = self._variant(args)
+        v = self._variant(args, defer=True)
+        if v.deferred:
+            try:
+                v.values(self.nums, self.threads)
+            finally:
+                v.give_back()
         return v.output()
 
     @_serialized
@@ -574,6 +579,10 @@ class _Plan:
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.dirty = True
         self.args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)  # sweep's first nine
+        # ... for a value-only call: the seeded runs keep their values in scratch and sum block
+        # by block, as this plan's forward does, but sweep no reverse (need bit VALUES)
+        values_need = np.where(need & jit.SEEDED, jit.SEEDED | jit.VALUES, 0).astype(np.uint8)
+        self.value_args = self.args[:8] + (values_need,)
         s = v.out._slot
         self.seed_at = (int(GO[s]), int(GO[s]) + int(A.size[s])) if live[s] else None
         self.grads = []  # (slot or None, shape, lo, hi) per input of nums
@@ -782,6 +791,24 @@ class _Variant:
                     return g
         return None
 
+    def values(self, nums, threads=1):
+        """The forward sweep of a straight variant's loaded inputs for a value-only call. A run
+        closed by a sum that the gradient of `nums` would seed (``seed_pass``) keeps its values
+        in scratch and sums block by block, as ``gradient``'s forward does, with no reverse;
+        its large ones, or else the large plain runs, split among `threads` as in ``replay``."""
+        if self.t is None:
+            return
+        p = self._plan(nums)
+        if p.split:
+            T = thread_count(threads) if threads != 1 else 1
+            if T > 1:
+                self._threaded_sweep(p, T, values=True)
+                return
+        elif threads != 1 and self._runs:
+            self._forward(0, p.rows, thread_count(threads))
+            return
+        _sweep()(*p.value_args, 0, p.rows, 0, 0, _STEP)
+
     @functools.cached_property
     def _runs(self):
         """(first row, end row) of the blocked runs of THREAD_SIZE or more elements that the
@@ -896,14 +923,15 @@ class _Variant:
         p.dirty = False
         return out
 
-    def _threaded_sweep(self, p, threads):
+    def _threaded_sweep(self, p, threads, values=False):
         """Both sweeps of a straight variant as one jitted call would do them, but with each
         seeded run in `p.split` swept by `threads` workers at once (the sweeps release the
         GIL), each on its piece of the run's elements; the pieces' sums are then added in
-        NumPy's pairwise order, and the rows between the runs run in this thread."""
+        NumPy's pairwise order, and the rows between the runs run in this thread. `values`:
+        the forward sweep of a value-only call (``values``)."""
         A, G, GO = self.A, p.G, p.GO
         sweep = _sweep()
-        args = p.args
+        args = p.value_args if values else p.args
         lo = 0
         for r0, e in p.split:
             sweep(*args, lo, r0, 0, 0, _STEP)
@@ -924,7 +952,7 @@ class _Variant:
                 G[GO[s]] += _pairwise_top([part[5 + 2 * j] for part in parts])
             lo = e + 1
         n = len(A.sv)
-        sweep(*args, lo, n, 0, n, _STEP)
+        sweep(*args, lo, n, 0, 0 if values else n, _STEP)
 
     def _direct_gradients(self, p):
         """{slot: (array, arena offset)} for the large array inputs of plan p: their adjoint

@@ -513,3 +513,34 @@ def test_late_scalar_arguments_in_a_long_run():
             value, g = cf.value_and_grad(1.2, -0.1, t, y)
             assert value == want[0] and g == want[1]
             assert cf(1.2, -0.1, t, y) == want[0]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_value_only_call_sums_the_seeded_run_in_scratch(threads):
+    """cf(x) sweeps a run closed by a sum as value_and_grad's forward does (values in scratch,
+    the sum block by block) but with no reverse: the same value, bit for bit, with the run's
+    values never written to the arena; and the calls after it (gradient, vjp, jvp), which need
+    those values, replay them again."""
+    n = (1 << 17) + 3 * BLOCK + 1  # a run large enough to split among threads
+    rng = np.random.default_rng(12)
+    x, x2 = rng.normal(size=n), rng.normal(size=n)
+    f = SEEDABLE["sum"]
+    cf = tape.compile(f, x, threads=threads)
+    assert _seeded(cf)
+    variant = next(reversed(cf.variants.values()))
+    A = variant.A
+    run = [i for i in range(len(A.sv)) if A.size[i] == n and jit.TABLE[A.code[i]].family
+           in ("unary", "binary")]
+    before = [np.array(variant.t.value(i), copy=True) for i in run]
+    value2, g2 = cf.value_and_grad(x2)
+    cf.value_and_grad(x)
+    assert cf(x2) == value2
+    assert all(np.array_equal(variant.t.value(i), b) for i, b in zip(run, before))  # (scratch)
+    assert cf.value_and_grad(x2) == (value2, pytest.approx(g2, abs=0)) and \
+        np.array_equal(cf.grad(x2), g2)
+    cf(x)
+    value, vjp = cf.vjp(x2)
+    assert value == value2 and np.array_equal(vjp(1.0), g2)
+    cf(x)
+    _, tangent = cf.jvp((x2,), (np.ones(n),))
+    np.testing.assert_allclose(tangent, np.sum(g2), rtol=1e-12)
