@@ -158,6 +158,16 @@ def test_blocked_equals_row_by_row(program):
     assert np.array_equal(g_blocked, g_single, equal_nan=True)
 
 
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs().map(lambda p: ((1 << 17) + 2 * BLOCK + 5,) + p[1:]))
+def test_threaded_runs_equal_row_by_row(program):
+    """The same at a size whose seeded runs the replay splits among threads (THREAD_SIZE):
+    each piece's sums and scalar terms combined at the top of NumPy's pairwise recursion."""
+    f, args = _run_program(*program)
+    _, _, g_blocked, g_single, _, _ = _sweeps(f, args)
+    assert np.array_equal(g_blocked, g_single, equal_nan=True)
+
+
 def test_runs_form_and_match_eager():
     """W3's chain is one run of 8 rows, forward and reverse, and the blocked replay gives the
     eager gradient (the same reverse kernel, rows swept one at a time) to the bit."""
