@@ -522,6 +522,48 @@ def _fresh_writers(A, need, fresh, out):
         fresh[c] = bits & ~4
 
 
+def _need_masks(v, nums):
+    """(root, live, need) of a gradient of v's output with respect to its inputs `nums` (see
+    ``jit.need_pass``)."""
+    n = len(v.A.sv)
+    src = np.zeros(n, np.uint8)
+    for i in nums:
+        if v.slots[i] is not None:
+            src[v.slots[i]] = 1
+    root = np.zeros(n, np.uint8)
+    root[v.out._slot] = 1
+    live = np.zeros(n, np.uint8)
+    need = np.zeros(n, np.uint8)
+    jit.need_pass(v.A.R, src, root, live, need)
+    return root, live, need
+
+
+def _seeded_runs(v, need, keep):
+    """Mark the runs closed by a sum whose reverse a straight variant's forward sweeps
+    (``jit.seed_pass``, need bit SEEDED); returns (first row, sum row) of those worth threads."""
+    A = v.A
+    first = np.full(len(A.sv), -1, np.int64)
+    if not v.straight or not jit.seed_pass(A.R, A.S, A.IA, need, keep, first):
+        return []
+    return [(int(first[e]), int(e)) for e in np.flatnonzero(first >= 0)
+            if A.size[first[e]] >= THREAD_SIZE]
+
+
+class _ValuePlan:
+    """What a value-only call of a straight variant needs: the runs that a gradient with respect
+    to `nums` would seed (their values in scratch, their sums block by block, no reverse: need
+    bit VALUES), and no adjoint arena (the sweep reads none without a reverse)."""
+
+    def __init__(self, v, nums):
+        A = v.A
+        self.rows = len(A.sv)
+        root, _, need = _need_masks(v, nums)
+        self.split = _seeded_runs(v, need, root.copy())
+        values = np.where(need & jit.SEEDED, jit.SEEDED | jit.VALUES, 0).astype(np.uint8)
+        self.G, self.GO = np.zeros(1), np.zeros(1, np.int64)
+        self.value_args = (A.R, A.S, A.VA, self.GO, A.sv, self.G, A.IA, A.FA, values)
+
+
 class _Plan:
     """What a gradient of one variant with respect to some inputs needs, computed once: the
     need masks, the adjoint arena and what to read from it and clear in it after a call."""
@@ -529,15 +571,8 @@ class _Plan:
     def __init__(self, v, nums):
         A = v.A
         n = self.rows = len(A.sv)
-        src = np.zeros(n, np.uint8)
-        for i in nums:
-            if v.slots[i] is not None:
-                src[v.slots[i]] = 1
-        root = np.zeros(n, np.uint8)
-        root[v.out._slot] = 1
-        live = self.live = np.zeros(n, np.uint8)
-        need = self.need = np.zeros(n, np.uint8)
-        jit.need_pass(A.R, src, root, live, need)
+        root, live, need = _need_masks(v, nums)
+        self.live, self.need = live, need
         self.summed = {} if v.t.functions else _summed_operands(v, need, live, v.out._slot)
         stored = live
         self.split = []  # (first row, sum row) of the seeded runs worth threads
@@ -546,11 +581,8 @@ class _Plan:
             keep = root.copy()
             for u, _, _ in self.summed.values():  # an escape adds to it: in the arena
                 keep[u] = 1
-            if v.straight:  # runs closed by a sum: their reverse inside their forward
-                first = np.full(n, -1, np.int64)
-                if jit.seed_pass(A.R, A.S, A.IA, need, keep, first):
-                    self.split = [(int(first[e]), int(e)) for e in np.flatnonzero(first >= 0)
-                                  if A.size[first[e]] >= THREAD_SIZE]
+            # runs closed by a sum: their reverse inside their forward
+            self.split = _seeded_runs(v, need, keep)
             cuts, dropped = reverse_cuts(v.t, need)
             bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
             if jit.local_pass(A.R, A.S, A.IA, need, keep, bounds):
@@ -579,10 +611,6 @@ class _Plan:
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.dirty = True
         self.args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)  # sweep's first nine
-        # ... for a value-only call: the seeded runs keep their values in scratch and sum block
-        # by block, as this plan's forward does, but sweep no reverse (need bit VALUES)
-        values_need = np.where(need & jit.SEEDED, jit.SEEDED | jit.VALUES, 0).astype(np.uint8)
-        self.value_args = self.args[:8] + (values_need,)
         s = v.out._slot
         self.seed_at = (int(GO[s]), int(GO[s]) + int(A.size[s])) if live[s] else None
         self.grads = []  # (slot or None, shape, lo, hi) per input of nums
@@ -795,10 +823,13 @@ class _Variant:
         """The forward sweep of a straight variant's loaded inputs for a value-only call. A run
         closed by a sum that the gradient of `nums` would seed (``seed_pass``) keeps its values
         in scratch and sums block by block, as ``gradient``'s forward does, with no reverse;
-        its large ones, or else the large plain runs, split among `threads` as in ``replay``."""
+        its large ones, or else the large plain runs, split among `threads` as in ``replay``.
+        (Its plan has no adjoint arena: a caller who only asks for values never allocates one.)"""
         if self.t is None:
             return
-        p = self._plan(nums)
+        p = self._plans.get(("values", nums))
+        if p is None:
+            p = self._plans[("values", nums)] = _ValuePlan(self, nums)
         if p.split:
             T = thread_count(threads) if threads != 1 else 1
             if T > 1:

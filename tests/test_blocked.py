@@ -536,8 +536,11 @@ def test_value_only_call_sums_the_seeded_run_in_scratch(threads):
     x, x2 = rng.normal(size=n), rng.normal(size=n)
     f = SEEDABLE["sum"]
     cf = tape.compile(f, x, threads=threads)
-    assert _seeded(cf)
     variant = next(reversed(cf.variants.values()))
+    value = cf(x)
+    assert (0,) not in variant._plans  # (a caller of values alone never gets an adjoint arena)
+    assert _seeded(cf)
+    assert cf.value_and_grad(x)[0] == value
     A = variant.A
     run = [i for i in range(len(A.sv)) if A.size[i] == n and jit.TABLE[A.code[i]].family
            in ("unary", "binary")]
