@@ -510,15 +510,7 @@ def _reverse_seeded(R, S, GO, G, need, e):
         G[GO[e]] = 0.0
     top = e - 1
     n = S[R[top, 3], 0]
-    r0 = top  # back to the run's first row, as _forward_run_end went forward from it
-    s = top
-    while s > 0:
-        code = R[s - 1, 0]
-        if _elementwise(code, R[s - 1, 3], S) and S[R[s - 1, 3], 0] == n:
-            r0 = s - 1
-        elif _FAMILY[code & 255] != INPUT:
-            break
-        s -= 1
+    r0 = _forward_run_start(R, S, top, n)
     if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
         return r0
     pG = _addr(G)
@@ -884,7 +876,8 @@ def _binary_operand(p, which):
         fast.append("y = _ld(py, j)")
         general.append("y = _ld(py, j)")
     # the contiguous loop serves whenever the operands it reads are of the result's size
-    own = 5 if which == "a" else 10  # bits: one element, index map
+    own = 5 if which == "a" else 10  # flag bits of this operand: one element, index map
+    other_map = 8 if which == "a" else 4
     mask = own if not _uses(d, other) else 15
     out = [
         f"if nd & {bit}:",
@@ -895,7 +888,7 @@ def _binary_operand(p, which):
     if mask == 15:  # the other operand of one element (a scale, a shift): read once, so that
         # the loop stays contiguous (3x faster than the general one, which indexes per element)
         out += [
-            f"    elif (fl & {own | (12 - (own & 12))}) == 0:  # the other: one element",
+            f"    elif (fl & {own | other_map}) == 0:  # the other: one element",
             f"        {other} = _ld(p{other}, 0)",
             "        for j in range(n):",
             *["            " + ln for ln in fast if not ln.startswith(other + " ")],

@@ -1500,15 +1500,7 @@ def _reverse_seeded(R, S, GO, G, need, e):
         G[GO[e]] = 0.0
     top = e - 1
     n = S[R[top, 3], 0]
-    r0 = top  # back to the run's first row, as _forward_run_end went forward from it
-    s = top
-    while s > 0:
-        code = R[s - 1, 0]
-        if _elementwise(code, R[s - 1, 3], S) and S[R[s - 1, 3], 0] == n:
-            r0 = s - 1
-        elif _FAMILY[code & 255] != INPUT:
-            break
-        s -= 1
+    r0 = _forward_run_start(R, S, top, n)
     if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
         return r0
     pG = _addr(G)
@@ -2443,6 +2435,22 @@ def _forward_run_end(R, S, lo, hi, n):
     return e
 
 
+@njit(error_model="numpy")
+def _forward_run_start(R, S, top, n):
+    """The first row of the run that ``_forward_run_end`` finds ending at row top (of n
+    elements), found walking back from it."""
+    r0 = top
+    j = top
+    while j > 0:
+        code = R[j - 1, 0]
+        if _elementwise(code, R[j - 1, 3], S) and S[R[j - 1, 3], 0] == n:
+            r0 = j - 1
+        elif _FAMILY[code & 255] != INPUT:
+            break
+        j -= 1
+    return r0
+
+
 @njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
@@ -2503,9 +2511,9 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
     part[2] for the caller to combine; the sum row's value is not written.
     A row's needed one-element operand (a fit's scalar parameter) gets its terms summed leaf by
     leaf, in NumPy's pairwise order as a row swept alone sums them
-    (``_reverse_pairwise_operand``); the
-    totals are added to those adjoints last row first, as the reverse sweep would (by worker k:
-    left in part[3:] as a count, then (slot, total) pairs, for the caller to combine).
+    (``_reverse_pairwise_operand``); the totals are added to those adjoints last row first, as
+    the reverse sweep would (by worker k: left in part[3:] as a count, then (slot, total)
+    pairs, for the caller to combine).
     need[r1] & VALUES (a value-only replay, whose masks mark nothing else): the values and the
     sum only, still with the run's values in scratch."""
     nr = r1 - r0

@@ -830,15 +830,13 @@ class _Variant:
         p = self._plans.get(("values", nums))
         if p is None:
             p = self._plans[("values", nums)] = _ValuePlan(self, nums)
-        if p.split:
-            T = thread_count(threads) if threads != 1 else 1
-            if T > 1:
-                self._threaded_sweep(p, T, values=True)
-                return
-        elif threads != 1 and self._runs:
-            self._forward(0, p.rows, thread_count(threads))
-            return
-        _sweep()(*p.value_args, 0, p.rows, 0, 0, _STEP)
+        T = thread_count(threads)
+        if T > 1 and p.split:
+            self._threaded_sweep(p, T, values=True)
+        elif T > 1 and self._runs:
+            self._forward(0, p.rows, T)
+        else:
+            _sweep()(*p.value_args, 0, p.rows, 0, 0, _STEP)
 
     @functools.cached_property
     def _runs(self):
