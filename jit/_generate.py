@@ -724,15 +724,39 @@ def _fresh(G, ga, gb, nd, sa, sb, m):
         _clear(G, gb, m)
 
 
+@njit(error_model="numpy")
+def _reverse_scalars(R, sv, G, need, lo, hi):
+    """Adjoints through rows hi-1 down to the first needed row that is not a 0-d row of 0-d
+    operands (or to lo); returns the lowest row swept. A loop of its own, called, not inlined:
+    inside the sweep's row loop, among its many live values, the same rows took 1.7x as long
+    (W1)."""
+    pR = _addr(R)
+    psv = _addr(sv)
+    pG = _addr(G)
+    i = hi
+    while i > lo:
+        nd = need[i - 1]
+        if nd == 0:
+            i -= 1
+            continue
+        r = pR + 32 * (i - 1)  # R is (rows, 4) int64, C order
+        if _ld_word(r + 24) >= 0:
+            break
+        i -= 1
+        code = _ld_word(r)
+        op = code & 255
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+{scalar_body}
+    return i
+
+
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
 def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``)."""
-    # rows, 0-d values and adjoints by raw address: Numba's wrap-around of signed indices cost
-    # ~30% of a 0-d row (W1)
+    # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
-    psv = _addr(sv)
-    pG = _addr(G)
     i = hi
     while i > lo:
         i -= 1
@@ -746,7 +770,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
         sb = _ld_word(r + 16)
         k = _ld_word(r + 24)
         if k < 0:
-{scalar_body}
+            i = _reverse_scalars(R, sv, G, need, lo, i + 1)
             continue
         if seeded and nd & SEEDED:
             i = _reverse_seeded(R, S, GO, G, need, i)
@@ -844,7 +868,7 @@ def _scalar_body():
                      "if nd & 2:", f"    G[sb] += g * ({db})"]
         out += ["    " + ln for ln in body]
     out = [raw_access(raw_access(ln, "G", "pG"), "sv", "psv") for ln in out]
-    return _indent(out, 12)
+    return _indent(out, 8)
 
 
 def _unary_case(p):

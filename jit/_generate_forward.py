@@ -392,6 +392,27 @@ def _run_value(R, s, one, VA, pv, r0, r1, b0):
     return _block_value(s, one, VA, b0)
 
 
+@njit(error_model="numpy")
+def _forward_scalars(R, sv, lo, hi):
+    """Values of rows lo.. up to the first that is not 0-d with 0-d operands (or to hi), in
+    place; returns that row. A loop of its own, as ``_reverse_scalars``. A 0-d constant or
+    Function hub matches no case: the caller writes its value."""
+    pR = _addr(R)
+    psv = _addr(sv)
+    i = lo
+    while i < hi:
+        r = pR + 32 * i
+        if _ld_word(r + 24) >= 0:
+            break
+        code = _ld_word(r)
+        op = code & 255
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+{scalar_body}
+        i += 1
+    return i
+
+
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
 def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
@@ -403,8 +424,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     W = np.empty(2 * m)
-    pR = _addr(R)  # rows and 0-d values by raw address (see _reverse_rows)
-    psv = _addr(sv)
+    pR = _addr(R)  # rows by raw address (see _reverse_rows)
     i = lo - 1
     while i < hi - 1:
         i += 1
@@ -415,8 +435,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         sb = _ld_word(r + 16)
         k = _ld_word(r + 24)
         if k < 0:
-            # 0-d row of 0-d operands (values in sv), or a 0-d constant / Function hub (no match)
-{scalar_body}
+            i = _forward_scalars(R, sv, i, hi) - 1
             continue
         fam = _FAMILY[op]
         n = S[k, 0]
@@ -667,7 +686,7 @@ def _scalar_body():
         else:
             body = [f"{v} = sv[s{v}]" for v in ("a", "b") if _uses(p.f, v)]
         out += ["    " + ln for ln in body + [f"sv[i] = {p.f}"]]
-    return _indent([raw_access(ln, "sv", "psv") for ln in out], 12)
+    return _indent([raw_access(ln, "sv", "psv") for ln in out], 8)
 
 
 def _unary_case(p):

@@ -56,6 +56,32 @@ SIG_TANGENT_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1],
                      "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64)")
 
 
+@njit(error_model="numpy")
+def _tangent_scalars(R, TO, sv, T, act, k, lo, hi):
+    """Push k directions through rows lo.. up to the first active row that is not a 0-d row of
+    0-d operands (or to hi); returns that row. A loop of its own, as the other sweeps' 0-d
+    loops (``_forward_scalars``): inside the row loop it took longer."""
+    pR = _addr(R)  # rows, 0-d values and tangents by raw address (see _generate.py)
+    psv = _addr(sv)
+    pT = _addr(T)
+    i = lo - 1
+    while i < hi - 1:
+        i += 1
+        nd = act[i]
+        if nd == 0:
+            continue
+        r = pR + 32 * i
+        if _ld_word(r + 24) >= 0:
+            return i
+        code = _ld_word(r)
+        op = code & 255
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        # the partials, then one shared write of the tangent
+{scalar_body}
+    return hi
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     """Push k tangent directions through rows lo..hi-1 (escape rows are run by the driver)."""
@@ -65,10 +91,10 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     D = np.empty(2 * m)
-    pR = _addr(R)  # rows, 0-d values and tangents by raw address (see _generate.py)
-    psv = _addr(sv)
-    pT = _addr(T)
-    for i in range(lo, hi):
+    pR = _addr(R)  # rows by raw address (see _generate.py)
+    i = lo - 1
+    while i < hi - 1:
+        i += 1
         nd = act[i]
         if nd == 0:
             continue
@@ -79,8 +105,7 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
         sb = _ld_word(r + 16)
         side = _ld_word(r + 24)
         if side < 0:
-            # 0-d row of 0-d operands: the partials, then one shared write of the tangent
-{scalar_body}
+            i = _tangent_scalars(R, TO, sv, T, act, k, i, hi) - 1
             continue
         n = S[side, 0]
         iat = S[side, 1]
@@ -166,7 +191,7 @@ def _scalar_body():
         "        T[oy + j] = da * T[oa + j] + db * T[ob + j]",
     ]
     # 0-d values and tangents by raw address (Numba's wrap-around of signed indices)
-    return _indent([raw_access(raw_access(ln, "sv", "psv"), "T", "pT") for ln in out], 12)
+    return _indent([raw_access(raw_access(ln, "sv", "psv"), "T", "pT") for ln in out], 8)
 
 
 def _unary_case(p):

@@ -1714,15 +1714,192 @@ def _fresh(G, ga, gb, nd, sa, sb, m):
         _clear(G, gb, m)
 
 
+@njit(error_model="numpy")
+def _reverse_scalars(R, sv, G, need, lo, hi):
+    """Adjoints through rows hi-1 down to the first needed row that is not a 0-d row of 0-d
+    operands (or to lo); returns the lowest row swept. A loop of its own, called, not inlined:
+    inside the sweep's row loop, among its many live values, the same rows took 1.7x as long
+    (W1)."""
+    pR = _addr(R)
+    psv = _addr(sv)
+    pG = _addr(G)
+    i = hi
+    while i > lo:
+        nd = need[i - 1]
+        if nd == 0:
+            i -= 1
+            continue
+        r = pR + 32 * (i - 1)  # R is (rows, 4) int64, C order
+        if _ld_word(r + 24) >= 0:
+            break
+        i -= 1
+        code = _ld_word(r)
+        op = code & 255
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        g = _ld(pG, i)
+        if nd & CLEAR:
+            _st(pG, i, 0.0)
+        if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            da = b if op == 31 else 1.0
+            db = a if op == 31 else (1.0 if op == 29 else -1.0)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * da))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * db))
+        elif op == 3:  # neg
+            _st(pG, sa, _ld(pG, sa) + (g * (-1.0)))
+        elif op == 4:  # abs
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (_sign(x))))
+        elif op == 5:  # exp
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (y)))
+        elif op == 6:  # expm1
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (y + 1.0)))
+        elif op == 7:  # exp2
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (y * LN2)))
+        elif op == 8:  # log
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / x)))
+        elif op == 9:  # log1p
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 + x))))
+        elif op == 10:  # log2
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (x * LN2))))
+        elif op == 11:  # log10
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (x * LN10))))
+        elif op == 12:  # sqrt
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (0.5 / y)))
+        elif op == 13:  # cbrt
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (3.0 * y * y))))
+        elif op == 14:  # square
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (2.0 * x)))
+        elif op == 15:  # reciprocal
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (-(y * y))))
+        elif op == 16:  # sin
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (cos(x))))
+        elif op == 17:  # cos
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (-sin(x))))
+        elif op == 18:  # tan
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 + y * y)))
+        elif op == 19:  # arcsin
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(1.0 - x * x))))
+        elif op == 20:  # arccos
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (-1.0 / sqrt(1.0 - x * x))))
+        elif op == 21:  # arctan
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 + x * x))))
+        elif op == 22:  # sinh
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (cosh(x))))
+        elif op == 23:  # cosh
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (sinh(x))))
+        elif op == 24:  # tanh
+            y = _ld(psv, i)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 - y * y)))
+        elif op == 25:  # arcsinh
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(x * x + 1.0))))
+        elif op == 26:  # arccosh
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(x * x - 1.0))))
+        elif op == 27:  # arctanh
+            x = _ld(psv, sa)
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 - x * x))))
+        elif op == 28:  # copy
+            _st(pG, sa, _ld(pG, sa) + (g * (1.0)))
+        elif op == 32:  # divide
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / b)))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (-y / b)))
+        elif op == 33:  # power
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (_pow_da(a, b))))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (_pow_db(a, y))))
+        elif op == 34:  # arctan2
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (b / (a * a + b * b))))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (-a / (a * a + b * b))))
+        elif op == 35:  # hypot
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (a / y)))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (b / y)))
+        elif op == 36:  # logaddexp
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (exp(a - y))))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (exp(b - y))))
+        elif op == 37:  # maximum
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (_pick_max(a, b))))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (_pick_max(b, a))))
+        elif op == 38:  # minimum
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (_pick_max(-a, -b))))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (_pick_max(-b, -a))))
+        elif op == 39:  # fmax
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (_pick_fmax(a, b))))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (_pick_fmax(b, a))))
+        elif op == 40:  # fmin
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                _st(pG, sa, _ld(pG, sa) + (g * (_pick_fmax(-a, -b))))
+            if nd & 2:
+                _st(pG, sb, _ld(pG, sb) + (g * (_pick_fmax(-b, -a))))
+    return i
+
+
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
 def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``)."""
-    # rows, 0-d values and adjoints by raw address: Numba's wrap-around of signed indices cost
-    # ~30% of a 0-d row (W1)
+    # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
-    psv = _addr(sv)
-    pG = _addr(G)
     i = hi
     while i > lo:
         i -= 1
@@ -1736,160 +1913,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
         sb = _ld_word(r + 16)
         k = _ld_word(r + 24)
         if k < 0:
-            g = _ld(pG, i)
-            if nd & CLEAR:
-                _st(pG, i, 0.0)
-            if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                da = b if op == 31 else 1.0
-                db = a if op == 31 else (1.0 if op == 29 else -1.0)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * da))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * db))
-            elif op == 3:  # neg
-                _st(pG, sa, _ld(pG, sa) + (g * (-1.0)))
-            elif op == 4:  # abs
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (_sign(x))))
-            elif op == 5:  # exp
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (y)))
-            elif op == 6:  # expm1
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (y + 1.0)))
-            elif op == 7:  # exp2
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (y * LN2)))
-            elif op == 8:  # log
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / x)))
-            elif op == 9:  # log1p
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 + x))))
-            elif op == 10:  # log2
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (x * LN2))))
-            elif op == 11:  # log10
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (x * LN10))))
-            elif op == 12:  # sqrt
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (0.5 / y)))
-            elif op == 13:  # cbrt
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (3.0 * y * y))))
-            elif op == 14:  # square
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (2.0 * x)))
-            elif op == 15:  # reciprocal
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (-(y * y))))
-            elif op == 16:  # sin
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (cos(x))))
-            elif op == 17:  # cos
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (-sin(x))))
-            elif op == 18:  # tan
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 + y * y)))
-            elif op == 19:  # arcsin
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(1.0 - x * x))))
-            elif op == 20:  # arccos
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (-1.0 / sqrt(1.0 - x * x))))
-            elif op == 21:  # arctan
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 + x * x))))
-            elif op == 22:  # sinh
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (cosh(x))))
-            elif op == 23:  # cosh
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (sinh(x))))
-            elif op == 24:  # tanh
-                y = _ld(psv, i)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 - y * y)))
-            elif op == 25:  # arcsinh
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(x * x + 1.0))))
-            elif op == 26:  # arccosh
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / sqrt(x * x - 1.0))))
-            elif op == 27:  # arctanh
-                x = _ld(psv, sa)
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0 / (1.0 - x * x))))
-            elif op == 28:  # copy
-                _st(pG, sa, _ld(pG, sa) + (g * (1.0)))
-            elif op == 32:  # divide
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (1.0 / b)))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (-y / b)))
-            elif op == 33:  # power
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (_pow_da(a, b))))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (_pow_db(a, y))))
-            elif op == 34:  # arctan2
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (b / (a * a + b * b))))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (-a / (a * a + b * b))))
-            elif op == 35:  # hypot
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (a / y)))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (b / y)))
-            elif op == 36:  # logaddexp
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (exp(a - y))))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (exp(b - y))))
-            elif op == 37:  # maximum
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_max(a, b))))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_max(b, a))))
-            elif op == 38:  # minimum
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_max(-a, -b))))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_max(-b, -a))))
-            elif op == 39:  # fmax
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_fmax(a, b))))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_fmax(b, a))))
-            elif op == 40:  # fmin
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    _st(pG, sa, _ld(pG, sa) + (g * (_pick_fmax(-a, -b))))
-                if nd & 2:
-                    _st(pG, sb, _ld(pG, sb) + (g * (_pick_fmax(-b, -a))))
+            i = _reverse_scalars(R, sv, G, need, lo, i + 1)
             continue
         if seeded and nd & SEEDED:
             i = _reverse_seeded(R, S, GO, G, need, i)
@@ -2738,6 +2762,145 @@ def _run_value(R, s, one, VA, pv, r0, r1, b0):
     return _block_value(s, one, VA, b0)
 
 
+@njit(error_model="numpy")
+def _forward_scalars(R, sv, lo, hi):
+    """Values of rows lo.. up to the first that is not 0-d with 0-d operands (or to hi), in
+    place; returns that row. A loop of its own, as ``_reverse_scalars``. A 0-d constant or
+    Function hub matches no case: the caller writes its value."""
+    pR = _addr(R)
+    psv = _addr(sv)
+    i = lo
+    while i < hi:
+        r = pR + 32 * i
+        if _ld_word(r + 24) >= 0:
+            break
+        code = _ld_word(r)
+        op = code & 255
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            s = a + (1.0 if op == 29 else -1.0) * b  # a - b is a + (-b), exactly
+            _st(psv, i, a * b if op == 31 else s)
+        elif op == 3:  # neg
+            x = _ld(psv, sa)
+            _st(psv, i, -x)
+        elif op == 4:  # abs
+            x = _ld(psv, sa)
+            _st(psv, i, abs(x))
+        elif op == 5:  # exp
+            x = _ld(psv, sa)
+            _st(psv, i, exp(x))
+        elif op == 6:  # expm1
+            x = _ld(psv, sa)
+            _st(psv, i, expm1(x))
+        elif op == 7:  # exp2
+            x = _ld(psv, sa)
+            _st(psv, i, exp2(x))
+        elif op == 8:  # log
+            x = _ld(psv, sa)
+            _st(psv, i, log(x))
+        elif op == 9:  # log1p
+            x = _ld(psv, sa)
+            _st(psv, i, log1p(x))
+        elif op == 10:  # log2
+            x = _ld(psv, sa)
+            _st(psv, i, log2(x))
+        elif op == 11:  # log10
+            x = _ld(psv, sa)
+            _st(psv, i, log10(x))
+        elif op == 12:  # sqrt
+            x = _ld(psv, sa)
+            _st(psv, i, sqrt(x))
+        elif op == 13:  # cbrt
+            x = _ld(psv, sa)
+            _st(psv, i, _cbrt(x))
+        elif op == 14:  # square
+            x = _ld(psv, sa)
+            _st(psv, i, x * x)
+        elif op == 15:  # reciprocal
+            x = _ld(psv, sa)
+            _st(psv, i, 1.0 / x)
+        elif op == 16:  # sin
+            x = _ld(psv, sa)
+            _st(psv, i, sin(x))
+        elif op == 17:  # cos
+            x = _ld(psv, sa)
+            _st(psv, i, cos(x))
+        elif op == 18:  # tan
+            x = _ld(psv, sa)
+            _st(psv, i, tan(x))
+        elif op == 19:  # arcsin
+            x = _ld(psv, sa)
+            _st(psv, i, asin(x))
+        elif op == 20:  # arccos
+            x = _ld(psv, sa)
+            _st(psv, i, acos(x))
+        elif op == 21:  # arctan
+            x = _ld(psv, sa)
+            _st(psv, i, atan(x))
+        elif op == 22:  # sinh
+            x = _ld(psv, sa)
+            _st(psv, i, sinh(x))
+        elif op == 23:  # cosh
+            x = _ld(psv, sa)
+            _st(psv, i, cosh(x))
+        elif op == 24:  # tanh
+            x = _ld(psv, sa)
+            _st(psv, i, tanh(x))
+        elif op == 25:  # arcsinh
+            x = _ld(psv, sa)
+            _st(psv, i, asinh(x))
+        elif op == 26:  # arccosh
+            x = _ld(psv, sa)
+            _st(psv, i, acosh(x))
+        elif op == 27:  # arctanh
+            x = _ld(psv, sa)
+            _st(psv, i, atanh(x))
+        elif op == 28:  # copy
+            x = _ld(psv, sa)
+            _st(psv, i, x)
+        elif op == 32:  # divide
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, a / b)
+        elif op == 33:  # power
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, _power(a, b))
+        elif op == 34:  # arctan2
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, atan2(a, b))
+        elif op == 35:  # hypot
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, hypot(a, b))
+        elif op == 36:  # logaddexp
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, _logaddexp(a, b))
+        elif op == 37:  # maximum
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, _maximum(a, b))
+        elif op == 38:  # minimum
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, _minimum(a, b))
+        elif op == 39:  # fmax
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, _fmax(a, b))
+        elif op == 40:  # fmin
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            _st(psv, i, _fmin(a, b))
+        i += 1
+    return i
+
+
 @njit(error_model="numpy", inline="always")  # into sweep (see _reverse_rows)
 def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     """Recompute the values of rows lo..hi-1 in order, in place (input and escape rows are
@@ -2749,8 +2912,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     W = np.empty(2 * m)
-    pR = _addr(R)  # rows and 0-d values by raw address (see _reverse_rows)
-    psv = _addr(sv)
+    pR = _addr(R)  # rows by raw address (see _reverse_rows)
     i = lo - 1
     while i < hi - 1:
         i += 1
@@ -2761,126 +2923,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         sb = _ld_word(r + 16)
         k = _ld_word(r + 24)
         if k < 0:
-            # 0-d row of 0-d operands (values in sv), or a 0-d constant / Function hub (no match)
-            if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                s = a + (1.0 if op == 29 else -1.0) * b  # a - b is a + (-b), exactly
-                _st(psv, i, a * b if op == 31 else s)
-            elif op == 3:  # neg
-                x = _ld(psv, sa)
-                _st(psv, i, -x)
-            elif op == 4:  # abs
-                x = _ld(psv, sa)
-                _st(psv, i, abs(x))
-            elif op == 5:  # exp
-                x = _ld(psv, sa)
-                _st(psv, i, exp(x))
-            elif op == 6:  # expm1
-                x = _ld(psv, sa)
-                _st(psv, i, expm1(x))
-            elif op == 7:  # exp2
-                x = _ld(psv, sa)
-                _st(psv, i, exp2(x))
-            elif op == 8:  # log
-                x = _ld(psv, sa)
-                _st(psv, i, log(x))
-            elif op == 9:  # log1p
-                x = _ld(psv, sa)
-                _st(psv, i, log1p(x))
-            elif op == 10:  # log2
-                x = _ld(psv, sa)
-                _st(psv, i, log2(x))
-            elif op == 11:  # log10
-                x = _ld(psv, sa)
-                _st(psv, i, log10(x))
-            elif op == 12:  # sqrt
-                x = _ld(psv, sa)
-                _st(psv, i, sqrt(x))
-            elif op == 13:  # cbrt
-                x = _ld(psv, sa)
-                _st(psv, i, _cbrt(x))
-            elif op == 14:  # square
-                x = _ld(psv, sa)
-                _st(psv, i, x * x)
-            elif op == 15:  # reciprocal
-                x = _ld(psv, sa)
-                _st(psv, i, 1.0 / x)
-            elif op == 16:  # sin
-                x = _ld(psv, sa)
-                _st(psv, i, sin(x))
-            elif op == 17:  # cos
-                x = _ld(psv, sa)
-                _st(psv, i, cos(x))
-            elif op == 18:  # tan
-                x = _ld(psv, sa)
-                _st(psv, i, tan(x))
-            elif op == 19:  # arcsin
-                x = _ld(psv, sa)
-                _st(psv, i, asin(x))
-            elif op == 20:  # arccos
-                x = _ld(psv, sa)
-                _st(psv, i, acos(x))
-            elif op == 21:  # arctan
-                x = _ld(psv, sa)
-                _st(psv, i, atan(x))
-            elif op == 22:  # sinh
-                x = _ld(psv, sa)
-                _st(psv, i, sinh(x))
-            elif op == 23:  # cosh
-                x = _ld(psv, sa)
-                _st(psv, i, cosh(x))
-            elif op == 24:  # tanh
-                x = _ld(psv, sa)
-                _st(psv, i, tanh(x))
-            elif op == 25:  # arcsinh
-                x = _ld(psv, sa)
-                _st(psv, i, asinh(x))
-            elif op == 26:  # arccosh
-                x = _ld(psv, sa)
-                _st(psv, i, acosh(x))
-            elif op == 27:  # arctanh
-                x = _ld(psv, sa)
-                _st(psv, i, atanh(x))
-            elif op == 28:  # copy
-                x = _ld(psv, sa)
-                _st(psv, i, x)
-            elif op == 32:  # divide
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, a / b)
-            elif op == 33:  # power
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, _power(a, b))
-            elif op == 34:  # arctan2
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, atan2(a, b))
-            elif op == 35:  # hypot
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, hypot(a, b))
-            elif op == 36:  # logaddexp
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, _logaddexp(a, b))
-            elif op == 37:  # maximum
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, _maximum(a, b))
-            elif op == 38:  # minimum
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, _minimum(a, b))
-            elif op == 39:  # fmax
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, _fmax(a, b))
-            elif op == 40:  # fmin
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                _st(psv, i, _fmin(a, b))
+            i = _forward_scalars(R, sv, i, hi) - 1
             continue
         fam = _FAMILY[op]
         n = S[k, 0]

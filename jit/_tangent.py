@@ -679,6 +679,204 @@ SIG_TANGENT_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1],
                      "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64)")
 
 
+@njit(error_model="numpy")
+def _tangent_scalars(R, TO, sv, T, act, k, lo, hi):
+    """Push k directions through rows lo.. up to the first active row that is not a 0-d row of
+    0-d operands (or to hi); returns that row. A loop of its own, as the other sweeps' 0-d
+    loops (``_forward_scalars``): inside the row loop it took longer."""
+    pR = _addr(R)  # rows, 0-d values and tangents by raw address (see _generate.py)
+    psv = _addr(sv)
+    pT = _addr(T)
+    i = lo - 1
+    while i < hi - 1:
+        i += 1
+        nd = act[i]
+        if nd == 0:
+            continue
+        r = pR + 32 * i
+        if _ld_word(r + 24) >= 0:
+            return i
+        code = _ld_word(r)
+        op = code & 255
+        sa = _ld_word(r + 8)
+        sb = _ld_word(r + 16)
+        # the partials, then one shared write of the tangent
+        da = 0.0
+        db = 0.0
+        if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            da = b if op == 31 else 1.0
+            db = a if op == 31 else (1.0 if op == 29 else -1.0)
+        elif op == 3:  # neg
+            da = -1.0
+        elif op == 4:  # abs
+            x = _ld(psv, sa)
+            da = _sign(x)
+        elif op == 5:  # exp
+            y = _ld(psv, i)
+            da = y
+        elif op == 6:  # expm1
+            y = _ld(psv, i)
+            da = y + 1.0
+        elif op == 7:  # exp2
+            y = _ld(psv, i)
+            da = y * LN2
+        elif op == 8:  # log
+            x = _ld(psv, sa)
+            da = 1.0 / x
+        elif op == 9:  # log1p
+            x = _ld(psv, sa)
+            da = 1.0 / (1.0 + x)
+        elif op == 10:  # log2
+            x = _ld(psv, sa)
+            da = 1.0 / (x * LN2)
+        elif op == 11:  # log10
+            x = _ld(psv, sa)
+            da = 1.0 / (x * LN10)
+        elif op == 12:  # sqrt
+            y = _ld(psv, i)
+            da = 0.5 / y
+        elif op == 13:  # cbrt
+            y = _ld(psv, i)
+            da = 1.0 / (3.0 * y * y)
+        elif op == 14:  # square
+            x = _ld(psv, sa)
+            da = 2.0 * x
+        elif op == 15:  # reciprocal
+            y = _ld(psv, i)
+            da = -(y * y)
+        elif op == 16:  # sin
+            x = _ld(psv, sa)
+            da = cos(x)
+        elif op == 17:  # cos
+            x = _ld(psv, sa)
+            da = -sin(x)
+        elif op == 18:  # tan
+            y = _ld(psv, i)
+            da = 1.0 + y * y
+        elif op == 19:  # arcsin
+            x = _ld(psv, sa)
+            da = 1.0 / sqrt(1.0 - x * x)
+        elif op == 20:  # arccos
+            x = _ld(psv, sa)
+            da = -1.0 / sqrt(1.0 - x * x)
+        elif op == 21:  # arctan
+            x = _ld(psv, sa)
+            da = 1.0 / (1.0 + x * x)
+        elif op == 22:  # sinh
+            x = _ld(psv, sa)
+            da = cosh(x)
+        elif op == 23:  # cosh
+            x = _ld(psv, sa)
+            da = sinh(x)
+        elif op == 24:  # tanh
+            y = _ld(psv, i)
+            da = 1.0 - y * y
+        elif op == 25:  # arcsinh
+            x = _ld(psv, sa)
+            da = 1.0 / sqrt(x * x + 1.0)
+        elif op == 26:  # arccosh
+            x = _ld(psv, sa)
+            da = 1.0 / sqrt(x * x - 1.0)
+        elif op == 27:  # arctanh
+            x = _ld(psv, sa)
+            da = 1.0 / (1.0 - x * x)
+        elif op == 28:  # copy
+            da = 1.0
+        elif op == 32:  # divide
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                da = 1.0 / b
+            if nd & 2:
+                db = -y / b
+        elif op == 33:  # power
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                da = _pow_da(a, b)
+            if nd & 2:
+                db = _pow_db(a, y)
+        elif op == 34:  # arctan2
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                da = b / (a * a + b * b)
+            if nd & 2:
+                db = -a / (a * a + b * b)
+        elif op == 35:  # hypot
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                da = a / y
+            if nd & 2:
+                db = b / y
+        elif op == 36:  # logaddexp
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            y = _ld(psv, i)
+            if nd & 1:
+                da = exp(a - y)
+            if nd & 2:
+                db = exp(b - y)
+        elif op == 37:  # maximum
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                da = _pick_max(a, b)
+            if nd & 2:
+                db = _pick_max(b, a)
+        elif op == 38:  # minimum
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                da = _pick_max(-a, -b)
+            if nd & 2:
+                db = _pick_max(-b, -a)
+        elif op == 39:  # fmax
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                da = _pick_fmax(a, b)
+            if nd & 2:
+                db = _pick_fmax(b, a)
+        elif op == 40:  # fmin
+            a = _ld(psv, sa)
+            b = _ld(psv, sb)
+            if nd & 1:
+                da = _pick_fmax(-a, -b)
+            if nd & 2:
+                db = _pick_fmax(-b, -a)
+        else:  # no other family has 0-d rows without a side row
+            continue
+        oy = TO[i]
+        if k == 1:  # one direction, the common case: no loop per 0-d row
+            if nd == 1:
+                _st(pT, oy, da * _ld(pT, TO[sa]))
+            elif nd == 2:
+                _st(pT, oy, db * _ld(pT, TO[sb]))
+            else:
+                _st(pT, oy, da * _ld(pT, TO[sa]) + db * _ld(pT, TO[sb]))
+            continue
+        if nd == 1:
+            oa = TO[sa]
+            for j in range(k):
+                _st(pT, oy + j, da * _ld(pT, oa + j))
+        elif nd == 2:
+            ob = TO[sb]
+            for j in range(k):
+                _st(pT, oy + j, db * _ld(pT, ob + j))
+        else:
+            oa = TO[sa]
+            ob = TO[sb]
+            for j in range(k):
+                _st(pT, oy + j, da * _ld(pT, oa + j) + db * _ld(pT, ob + j))
+    return hi
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     """Push k tangent directions through rows lo..hi-1 (escape rows are run by the driver)."""
@@ -688,10 +886,10 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     D = np.empty(2 * m)
-    pR = _addr(R)  # rows, 0-d values and tangents by raw address (see _generate.py)
-    psv = _addr(sv)
-    pT = _addr(T)
-    for i in range(lo, hi):
+    pR = _addr(R)  # rows by raw address (see _generate.py)
+    i = lo - 1
+    while i < hi - 1:
+        i += 1
         nd = act[i]
         if nd == 0:
             continue
@@ -702,180 +900,7 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
         sb = _ld_word(r + 16)
         side = _ld_word(r + 24)
         if side < 0:
-            # 0-d row of 0-d operands: the partials, then one shared write of the tangent
-            da = 0.0
-            db = 0.0
-            if op >= 29 and op <= 31:  # add, subtract, multiply: no data-dependent jump
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                da = b if op == 31 else 1.0
-                db = a if op == 31 else (1.0 if op == 29 else -1.0)
-            elif op == 3:  # neg
-                da = -1.0
-            elif op == 4:  # abs
-                x = _ld(psv, sa)
-                da = _sign(x)
-            elif op == 5:  # exp
-                y = _ld(psv, i)
-                da = y
-            elif op == 6:  # expm1
-                y = _ld(psv, i)
-                da = y + 1.0
-            elif op == 7:  # exp2
-                y = _ld(psv, i)
-                da = y * LN2
-            elif op == 8:  # log
-                x = _ld(psv, sa)
-                da = 1.0 / x
-            elif op == 9:  # log1p
-                x = _ld(psv, sa)
-                da = 1.0 / (1.0 + x)
-            elif op == 10:  # log2
-                x = _ld(psv, sa)
-                da = 1.0 / (x * LN2)
-            elif op == 11:  # log10
-                x = _ld(psv, sa)
-                da = 1.0 / (x * LN10)
-            elif op == 12:  # sqrt
-                y = _ld(psv, i)
-                da = 0.5 / y
-            elif op == 13:  # cbrt
-                y = _ld(psv, i)
-                da = 1.0 / (3.0 * y * y)
-            elif op == 14:  # square
-                x = _ld(psv, sa)
-                da = 2.0 * x
-            elif op == 15:  # reciprocal
-                y = _ld(psv, i)
-                da = -(y * y)
-            elif op == 16:  # sin
-                x = _ld(psv, sa)
-                da = cos(x)
-            elif op == 17:  # cos
-                x = _ld(psv, sa)
-                da = -sin(x)
-            elif op == 18:  # tan
-                y = _ld(psv, i)
-                da = 1.0 + y * y
-            elif op == 19:  # arcsin
-                x = _ld(psv, sa)
-                da = 1.0 / sqrt(1.0 - x * x)
-            elif op == 20:  # arccos
-                x = _ld(psv, sa)
-                da = -1.0 / sqrt(1.0 - x * x)
-            elif op == 21:  # arctan
-                x = _ld(psv, sa)
-                da = 1.0 / (1.0 + x * x)
-            elif op == 22:  # sinh
-                x = _ld(psv, sa)
-                da = cosh(x)
-            elif op == 23:  # cosh
-                x = _ld(psv, sa)
-                da = sinh(x)
-            elif op == 24:  # tanh
-                y = _ld(psv, i)
-                da = 1.0 - y * y
-            elif op == 25:  # arcsinh
-                x = _ld(psv, sa)
-                da = 1.0 / sqrt(x * x + 1.0)
-            elif op == 26:  # arccosh
-                x = _ld(psv, sa)
-                da = 1.0 / sqrt(x * x - 1.0)
-            elif op == 27:  # arctanh
-                x = _ld(psv, sa)
-                da = 1.0 / (1.0 - x * x)
-            elif op == 28:  # copy
-                da = 1.0
-            elif op == 32:  # divide
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    da = 1.0 / b
-                if nd & 2:
-                    db = -y / b
-            elif op == 33:  # power
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    da = _pow_da(a, b)
-                if nd & 2:
-                    db = _pow_db(a, y)
-            elif op == 34:  # arctan2
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    da = b / (a * a + b * b)
-                if nd & 2:
-                    db = -a / (a * a + b * b)
-            elif op == 35:  # hypot
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    da = a / y
-                if nd & 2:
-                    db = b / y
-            elif op == 36:  # logaddexp
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                y = _ld(psv, i)
-                if nd & 1:
-                    da = exp(a - y)
-                if nd & 2:
-                    db = exp(b - y)
-            elif op == 37:  # maximum
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    da = _pick_max(a, b)
-                if nd & 2:
-                    db = _pick_max(b, a)
-            elif op == 38:  # minimum
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    da = _pick_max(-a, -b)
-                if nd & 2:
-                    db = _pick_max(-b, -a)
-            elif op == 39:  # fmax
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    da = _pick_fmax(a, b)
-                if nd & 2:
-                    db = _pick_fmax(b, a)
-            elif op == 40:  # fmin
-                a = _ld(psv, sa)
-                b = _ld(psv, sb)
-                if nd & 1:
-                    da = _pick_fmax(-a, -b)
-                if nd & 2:
-                    db = _pick_fmax(-b, -a)
-            else:  # no other family has 0-d rows without a side row
-                continue
-            oy = TO[i]
-            if k == 1:  # one direction, the common case: no loop per 0-d row
-                if nd == 1:
-                    _st(pT, oy, da * _ld(pT, TO[sa]))
-                elif nd == 2:
-                    _st(pT, oy, db * _ld(pT, TO[sb]))
-                else:
-                    _st(pT, oy, da * _ld(pT, TO[sa]) + db * _ld(pT, TO[sb]))
-                continue
-            if nd == 1:
-                oa = TO[sa]
-                for j in range(k):
-                    _st(pT, oy + j, da * _ld(pT, oa + j))
-            elif nd == 2:
-                ob = TO[sb]
-                for j in range(k):
-                    _st(pT, oy + j, db * _ld(pT, ob + j))
-            else:
-                oa = TO[sa]
-                ob = TO[sb]
-                for j in range(k):
-                    _st(pT, oy + j, da * _ld(pT, oa + j) + db * _ld(pT, ob + j))
+            i = _tangent_scalars(R, TO, sv, T, act, k, i, hi) - 1
             continue
         n = S[side, 0]
         iat = S[side, 1]
