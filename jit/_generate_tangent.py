@@ -67,7 +67,7 @@ def _tangent_scalars(R, TO, sv, T, act, k, lo, hi):
     i = lo - 1
     while i < hi - 1:
         i += 1
-        nd = act[i]
+        nd = act[np.uint64(i)]  # an unsigned index: no wrap-around test
         if nd == 0:
             continue
         r = pR + 32 * i

@@ -1725,7 +1725,7 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
     pG = _addr(G)
     i = hi
     while i > lo:
-        nd = need[i - 1]
+        nd = need[np.uint64(i - 1)]  # an unsigned index: no wrap-around test (-10% a row)
         if nd == 0:
             i -= 1
             continue
