@@ -8,12 +8,14 @@ gradient, W3 within 2x of it (JAX runs in peer_workloads.py when it is installed
 import tape
 from references import REFERENCES
 from workloads import WORKLOADS
+from _setup_once import setup_once
 
 
 class _Replay:
     name = None
     timeout = 180
 
+    @setup_once
     def setup(self):
         w = WORKLOADS[self.name]
         self.args = w.inputs()
@@ -45,6 +47,7 @@ class _Hvp:
     name = None
     timeout = 180
 
+    @setup_once
     def setup(self):
         import numpy as np
 
@@ -84,6 +87,7 @@ class ReplayW2Gmm(_Replay):
 class ReplayW3Elementwise(_Replay, _Hand):
     name = "elementwise"
 
+    @setup_once
     def setup(self):
         super().setup()
         w = WORKLOADS[self.name]

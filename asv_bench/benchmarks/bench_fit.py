@@ -9,6 +9,7 @@ such adjoint sums 10^6 terms) and ``** 2`` with a scalar exponent.
 import numpy as np
 
 import tape
+from _setup_once import setup_once
 
 N = 1_000_000
 
@@ -27,6 +28,7 @@ def loss(a, b, t, y):
 class LeastSquaresScalarParameters:
     timeout = 180
 
+    @setup_once
     def setup(self):
         self.t, self.y = data()
         self.args = (2.1, 0.65, self.t, self.y)
@@ -50,6 +52,7 @@ class LeastSquaresScalarParameters:
 class LeastSquaresScalarParametersJax:
     timeout = 180
 
+    @setup_once
     def setup(self):
         try:
             import jax

@@ -13,12 +13,14 @@ import numpy as np
 
 import tape
 from workloads import NBODY_DT, NBODY_STEPS, WORKLOADS, _accel, nbody_inputs
+from _setup_once import setup_once
 
 
 class _Forward:
     name = None
     timeout = 180
 
+    @setup_once
     def setup(self):
         w = WORKLOADS[self.name]
         args = w.inputs()
@@ -81,6 +83,7 @@ def _final_positions(masses_tail, pos0, vel0):
 class JacfwdBatch:
     timeout = 180
 
+    @setup_once
     def setup(self):
         pos0, vel0, masses = nbody_inputs()
         self.f = _final_positions(masses[8:], pos0, vel0)
@@ -110,6 +113,7 @@ class HessianW2:
 
     timeout = 180
 
+    @setup_once
     def setup(self):
         w = WORKLOADS["gmm"]
         args = w.inputs()

@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 import tape
+from _setup_once import setup_once
 
 OPS = 1000  # ops per recording benchmark: reported ms == us per op
 
@@ -100,6 +101,7 @@ def _matmul(a, b):
 class Record:
     """Eager recording cost per op (OPS ops on a fresh tape: ms reported == us per op)."""
 
+    @setup_once
     def setup(self):
         rng = np.random.default_rng(0)
         self.p = np.array([1.0000001])
@@ -214,6 +216,7 @@ class ReverseSweep:
     param_names = ["ops"]
     timeout = 120
 
+    @setup_once
     def setup(self, n):
         self.p = np.array([1.0000001])
         _, self.pullback = tape.vjp(_scalar_tape(n), self.p)
@@ -277,6 +280,7 @@ class HookOverhead:
     """W5's backward (record once, sweep again with retain_graph) without hooks, and with an
     identity tensor hook about every 100 rows: each hook cuts the jitted sweep once."""
 
+    @setup_once
     def setup(self):
         import workloads
 
@@ -318,6 +322,7 @@ class VectorMath:
     param_names = ["function"]
     timeout = 180
 
+    @setup_once
     def setup(self, name):
         import math
 

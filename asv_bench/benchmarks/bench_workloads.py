@@ -13,12 +13,14 @@ import tape
 import torch_workloads
 from references import REFERENCES
 from workloads import WORKLOADS
+from _setup_once import setup_once
 
 
 class _Workload:
     name = None
     timeout = 120
 
+    @setup_once
     def setup(self):
         w = WORKLOADS[self.name]
         self.args = w.inputs()
@@ -54,6 +56,7 @@ class _Torch:
     name = None
     timeout = 120
 
+    @setup_once
     def setup(self):
         if not torch_workloads.available():
             raise NotImplementedError("torch is not installed")
@@ -77,6 +80,7 @@ class _Peer:
     peer = None
     timeout = 120
 
+    @setup_once
     def setup(self):
         if not peer_workloads.available(self.peer):
             raise NotImplementedError(f"{self.peer} is not installed")
