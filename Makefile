@@ -66,7 +66,7 @@ bench-jax:
 		$(JAX_PYTHON) -m asv machine --yes >/dev/null && \
 		OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 		$(JAX_PYTHON) -m asv run --python=same --show-stderr \
-		--bench "bench_compiled|bench_fit|W[234][A-Za-z]*Jax"
+		--bench "bench_compiled|bench_fit|bench_targets|W[234][A-Za-z]*Jax"
 
 # Performance history (docs/benchmarking.md): the last N commits of BRANCH, each built and installed
 # by asv into a virtualenv (asv_bench/asv.history.conf.json; PyPI needed once for numba/numpy),
