@@ -30,6 +30,8 @@ def _json(x):
 
 
 def save(variant, path, argnums):
+    from ._arrays import unmark_scalar_runs
+
     t, A = variant.t, variant.A
     if t is None:
         raise ValueError("CompiledTape.save: the function's output does not depend on any "
@@ -91,8 +93,9 @@ def save(variant, path, argnums):
                         for c, shp in t.escapes.items()},
             "guards": guards, "is_array": is_array, "shapes": shapes,
             "const_rows": const_rows}
-    np.savez(path, meta=_json(meta), R=A.R, S=A.S, sv=A.sv, IA=A.IA, FA=A.FA,
-             consts=np.concatenate(consts) if consts else np.zeros(0), **statics, **gvals)
+    np.savez(path, meta=_json(meta), R=unmark_scalar_runs(A.R), S=A.S, sv=A.sv, IA=A.IA,
+             FA=A.FA, consts=np.concatenate(consts) if consts else np.zeros(0), **statics,
+             **gvals)
 
 
 def load(path, f=None):
@@ -170,7 +173,7 @@ def _build(files):
         off += sz
     _need(off == len(consts), "constant values too long")
     # the tape object the replay driver expects
-    from ._arrays import value_addresses
+    from ._arrays import mark_scalar_runs, value_addresses
     from ._tape import Tape
 
     t = Tape()
@@ -194,6 +197,7 @@ def _build(files):
     VA = value_addresses(sv, {int(s): av[side_of[int(s)]] for s in arr_slots})
     isarr = np.zeros(n, bool)
     isarr[arr_slots] = True
+    mark_scalar_runs(R)  # (after validation, which reads -1)
     t.built = SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=np.array(size),
                               is_array=isarr, code=R[:, 0] & 255,
                               packed_slot=np.zeros(0, np.int64))

@@ -361,6 +361,10 @@ def test_save_and_load_replay_bitwise(tmp_path):
         assert v == v0 and np.array_equal(g, g0)
     data = np.load(path, allow_pickle=False)  # plain arrays only, no pickled code
     assert "meta" in data.files and data["R"].dtype == np.int64
+    # 0-d rows are stored as -1 and marked again on load (-1 - the end of their run)
+    R = next(iter(cf.variants.values())).A.R
+    assert (R[:, 3] < -1).any() and data["R"][:, 3].min() == -1
+    assert np.array_equal(next(iter(lt.variants.values())).A.R, R)
 
 
 def test_loaded_tape_guards(tmp_path):

@@ -757,6 +757,33 @@ def test_ranges_compose():
         assert ulps(parts.value(s), whole.value(s)).max() == 0
 
 
+def test_runs_of_0d_rows_are_marked_and_swept_to_their_end():
+    """A 0-d row's side column holds -1 - e, e the row after its run of 0-d rows
+    (``mark_scalar_runs``), and the sweep's 0-d loop runs to e without testing each row. The
+    same rows marked -1 (as files store them) sweep row by row to the same bits, and ranges
+    that cut a run compose."""
+    rng = np.random.default_rng(8)
+    args = [rng.uniform(-1, 1, (4, 2)), rng.uniform(-1, 1, (2, 3)), 0.7]
+    new = [rng.uniform(-1, 1, (4, 2)), rng.uniform(-1, 1, (2, 3)), 0.2]
+    marked = Replay(_chain, args, (0, 1, 2))
+    k = marked.A.R[:, 3]
+    runs = 0
+    for i in np.nonzero(k < 0)[0]:
+        e = -1 - k[i]
+        assert i < e <= marked.n and (k[i:e] < 0).all() and (e == marked.n or k[e] >= 0)
+        runs += i == 0 or k[i - 1] >= 0
+    assert runs >= 2 and (k < 0).sum() > runs  # runs of more than one row, between array rows
+    marked.write_inputs(new)
+    starts = [int(i) for i in np.nonzero((k < 0) & (np.roll(k, 1) < 0))[0][:3]]  # mid-run
+    for lo, hi in zip([0] + starts, starts + [marked.n]):
+        marked.sweep(lo, hi)
+    plain = Replay(_chain, args, (0, 1, 2))
+    plain.A.R[plain.A.R[:, 3] < 0, 3] = -1
+    plain.run(new)
+    for s in range(marked.n):
+        assert ulps(plain.value(s), marked.value(s)).max() == 0
+
+
 def test_input_rows_are_not_written():
     rng = np.random.default_rng(7)
     c = rng.uniform(-1, 1, (3,))
