@@ -696,3 +696,63 @@ def test_hvp_of_a_loaded_tape_without_f(tmp_path):
     loaded = tape.load(tmp_path / "t.npz")
     x, v = np.array([0.3, -0.2]), np.array([1.0, 2.0])
     _close(loaded.hvp((x,), v), cf.hvp((x,), v), rtol=1e-12)
+
+
+def _mixed(x, s, m, k):
+    """Array, 0-d and one-element inputs and a static int: 0-d rows and array rows."""
+    return np.sum(np.sin(x) * s) + m[0] * s * s + np.sum(x[:k] ** 2)
+
+
+def test_lean_call_equals_the_general_path():
+    """value_and_grad's lean call (a straight variant: inputs copied in, one sweep, the gradient
+    copied out) gives the general path's bits, and hands every call it cannot take (another
+    shape, a list, a Tensor, another static) to it."""
+    rng = np.random.default_rng(11)
+    x, m = rng.normal(size=5), np.array([0.3])
+    cf = tape.compile(_mixed, x, 1.5, m, 2, argnums=(0, 1, 2))
+    general = tape.compile(_mixed, x, 1.5, m, 2, argnums=(0, 1, 2))
+    cf.value_and_grad(x, 1.5, m, 2)
+    assert cf._lean is not None
+    for xx, ss, mm in [(x * 1.1, 0.7, m + 1.0), (x - 0.3, -2.0, m * 3), (x, 1.5, m)]:
+        hits = cf.counters["hits"]
+        got = cf.value_and_grad(xx, ss, mm, 2)
+        assert cf.counters["hits"] == hits + 1
+        general._lean = None  # the general path every time
+        want = general.value_and_grad(xx, ss, mm, 2)
+        general._lean = None
+        assert got[0] == want[0]
+        for g, w in zip(got[1], want[1]):
+            assert np.array_equal(g, w) and np.shape(g) == np.shape(w)
+        _close(got, _eager(lambda a, b, c: _mixed(a, b, c, 2), (xx, ss, mm), (0, 1, 2)))
+    # calls the lean one hands over: each also equals eager
+    for args in [(rng.normal(size=7), 0.2, m, 2), (list(x), 0.2, m, 2), (x, 0.2, m, 3),
+                 (tape.tensor(x), 0.2, m, 2), (x, np.float64(0.2), m, 2)]:
+        v, g = cf.value_and_grad(*args)
+        ev, eg = _eager(lambda a, b, c: _mixed(a, b, c, args[3]),
+                        (np.asarray(tape.tensor(args[0])._v if isinstance(args[0], tape.Tensor)
+                                    else args[0], dtype=float), float(args[1]), args[2]),
+                        (0, 1, 2))
+        _close((v,) + tuple(g), (ev,) + tuple(eg))
+    # a value-only call in between resets it; the next value_and_grad sets it again
+    cf(x, 1.5, m, 2)
+    assert cf._lean is None
+    cf.value_and_grad(x, 1.5, m, 2)
+    assert cf._lean is not None
+
+
+def test_no_lean_call_for_guards_escapes_or_large_inputs():
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(6, 6))
+
+    def guarded(w):
+        return np.sum(w * w) if float(np.sum(w)) > 0 else np.sum(w)
+
+    def escaped(w):
+        return np.sum(np.linalg.inv(X + np.diag(w * w + 3.0)))
+
+    big = rng.normal(size=1 << 15)
+    for f, a in [(guarded, np.ones(3)), (escaped, np.ones(6)), (lambda w: np.sum(w * w), big)]:
+        cf = tape.compile(f, a)
+        v, g = cf.value_and_grad(a)
+        assert cf._lean is None
+        _close((v, g), _eager(f, (a,), 0))
