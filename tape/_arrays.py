@@ -55,8 +55,8 @@ def value_addresses(sv, arrays):
 
 def mark_scalar_runs(R):
     """Column 3 of a 0-d row (operands and result 0-d, swept inline) holds -1 - e, e the row
-    after the run of consecutive 0-d rows it belongs to, so that the forward sweeps' 0-d loops
-    run to e without testing every row: that test, a loop exit on a loaded value, doubled the
+    after the run of consecutive 0-d rows it belongs to, so that the forward sweep's 0-d loop
+    runs to e without testing every row: that test, a loop exit on a loaded value, doubled the
     loop's time in this VM's slow spells (W1's forward: 40-44 against 18 us; 29-32 told its end
     up front). Negative still means 0-d everywhere; files keep -1 (``unmark_scalar_runs``)."""
     k = R[:, 3]

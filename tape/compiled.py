@@ -638,6 +638,30 @@ class _Plan:
             and hi - lo >= ZERO_COPY_SIZE and s != v.out._slot))
 
 
+def _hand_out(p, direct=None):
+    """The gradients of plan p's inputs after its sweep, the arena clean for the next call:
+    copies of their adjoints (the arena is reused), or the arrays a redirected adjoint went
+    to (`direct`: slot -> (array, arena offset)); the other adjoints' blocks zeroed."""
+    G, out, handed = p.G, [], set()
+    direct = direct or {}
+    for slot, shape, lo, hi in p.grads:
+        if slot is None:  # not an input slot, or not on a path to the output
+            out.append(np.zeros(shape))
+        elif slot in direct:
+            g = direct[slot][0].reshape(shape)
+            out.append(g.copy() if slot in handed else g)  # (an argnum given twice)
+            handed.add(slot)
+        elif shape:  # one copy: the arena is reused by the next call
+            out.append(G[lo:hi].reshape(shape).copy())
+        else:
+            out.append(np.float64(G[lo]))
+    for slot, lo, hi in p.rest:
+        if slot not in direct:  # (a redirected adjoint left its arena block untouched)
+            G[lo:hi] = 0.0
+    p.dirty = False
+    return out
+
+
 class _Variant:
     """One recording of f: its tape as arrays, input slots, guards, and the reverse plan."""
 
@@ -721,7 +745,7 @@ class _Variant:
 
         c = _Variant.__new__(_Variant)
         c.__dict__.update(self.__dict__)
-        c._plans = {}
+        c._plans, c._lean_calls = {}, {}  # (their buffers are this variant's)
         if self.t is None:
             return c
         t, A = self.t, self.A
@@ -803,7 +827,13 @@ class _Variant:
         arguments need more (another shape or type, a list, a Tensor, another static), before
         any sweep: the caller then takes the general path, which loads every input again.
         None when the variant is not such a call. `one`: argnums is an int (the gradient
-        alone, not a tuple)."""
+        alone, not a tuple). Built once per variant: the general path asks after every call."""
+        calls = self.__dict__.setdefault("_lean_calls", {})
+        if (nums, one) not in calls:
+            calls[nums, one] = self._lean_call(nums, one)
+        return calls[nums, one]
+
+    def _lean_call(self, nums, one):
         if not self.straight or self.escapes or self.t.functions:
             return None
         p = self._plan(nums)
@@ -819,8 +849,7 @@ class _Variant:
             spec.append((shape, leaf._v, -1 if slot is None or self.A.is_array[slot]
                          else int(slot)))
         n, sv, G, rows, args9 = len(spec), self.A.sv, p.G, p.rows, p.args
-        seed = p.seed_at
-        grads, rest, output = p.grads, p.rest, self.output
+        seed, output = p.seed_at, self.output
 
         def call(args):
             if len(args) != n or p.dirty:
@@ -842,12 +871,7 @@ class _Variant:
             if seed is not None:
                 G[seed[0]:seed[1]] = 1.0
             _sweep()(*args9, 0, rows, 0, rows, _WHOLE)
-            out = [np.zeros(shape) if slot is None else
-                   (G[lo:hi].reshape(shape).copy() if shape else np.float64(G[lo]))
-                   for slot, shape, lo, hi in grads]
-            for _, lo, hi in rest:
-                G[lo:hi] = 0.0
-            p.dirty = False
+            out = _hand_out(p)
             return output(), (out[0] if one else tuple(out))
 
         return call
@@ -1002,23 +1026,7 @@ class _Variant:
             finally:
                 for slot, g in direct.items():
                     GO[slot] = g[1]
-        out, handed = [], set()
-        for slot, shape, lo, hi in p.grads:
-            if slot is None:  # not an input slot, or not on a path to the output
-                out.append(np.zeros(shape))
-            elif slot in direct:
-                g = direct[slot][0].reshape(shape)
-                out.append(g.copy() if slot in handed else g)  # (an argnum given twice)
-                handed.add(slot)
-            elif shape:  # one copy: the arena is reused by the next call
-                out.append(G[lo:hi].reshape(shape).copy())
-            else:
-                out.append(np.float64(G[lo]))
-        for slot, lo, hi in p.rest:
-            if slot not in direct:  # (a redirected adjoint left its arena block untouched)
-                G[lo:hi] = 0.0
-        p.dirty = False
-        return out
+        return _hand_out(p, direct)
 
     def _threaded_sweep(self, p, threads, values=False):
         """Both sweeps of a straight variant as one jitted call would do them, but with each

@@ -48,14 +48,6 @@ def interleaved_ratio(ours, base, seconds=4.0):
     return float(np.median(ratios))
 
 
-def _replay(name):
-    w = WORKLOADS[name]
-    args = w.inputs()
-    cf = tape.compile(w.loss, *args, argnums=w.argnums)
-    cf.value_and_grad(*args)
-    return lambda: cf.value_and_grad(*args)
-
-
 class _Target:
     name = None
     timeout = 300
@@ -63,13 +55,19 @@ class _Target:
     number = 1
     repeat = 1
 
-    def baseline(self):
+    def baseline_call(self):
         raise NotImplementedError
+
+    def replay_call(self):
+        w = WORKLOADS[self.name]
+        args = w.inputs()
+        cf = tape.compile(w.loss, *args, argnums=w.argnums)
+        cf.value_and_grad(*args)
+        return lambda: cf.value_and_grad(*args)
 
     @setup_once
     def setup(self):
-        self.base = self.baseline()
-        self.ours = _replay(self.name)
+        self.base, self.ours = self.baseline_call(), self.replay_call()
 
     def track_replay_over_baseline(self):
         return interleaved_ratio(self.ours, self.base)
@@ -78,7 +76,7 @@ class _Target:
 class W1LorenzOverHandwritten(_Target):
     name = "lorenz"
 
-    def baseline(self):
+    def baseline_call(self):
         args = WORKLOADS[self.name].inputs()
         ref = REFERENCES[self.name]
         return lambda: ref(*args)
@@ -87,14 +85,14 @@ class W1LorenzOverHandwritten(_Target):
 class W5NbodyOverNumpyPrimal(_Target):
     name = "nbody"
 
-    def baseline(self):
+    def baseline_call(self):
         w = WORKLOADS[self.name]
         args = w.inputs()
         return lambda: w.loss(*args)
 
 
 class _OverJax(_Target):
-    def baseline(self):
+    def baseline_call(self):
         if not peer_workloads.available("jax"):
             raise NotImplementedError("jax is not installed")
         w = WORKLOADS[self.name]
@@ -110,25 +108,24 @@ class W3ElementwiseOverJax(_OverJax):
 
 
 class FitOverJax(_Target):
-    def baseline(self):
+    def baseline_call(self):
         if not peer_workloads.available("jax"):
             raise NotImplementedError("jax is not installed")
         import jax
         import jax.numpy as jnp
 
-        from bench_fit import data, loss
+        from bench_fit import data
 
         jax.config.update("jax_enable_x64", True)
-        t, y = data()
-        jt, jy = jnp.asarray(t), jnp.asarray(y)
+        t, y = (jnp.asarray(v) for v in data())
         f = jax.jit(jax.value_and_grad(
             lambda a, b, t, y: jnp.sum((a * jnp.exp(-b * t) - y) ** 2), argnums=(0, 1)))
-        self.args = (2.1, 0.65, t, y)
-        self.cf = tape.compile(loss, *self.args, argnums=(0, 1))
-        return lambda: jax.block_until_ready(f(2.1, 0.65, jt, jy))
+        return lambda: jax.block_until_ready(f(2.1, 0.65, t, y))
 
-    @setup_once
-    def setup(self):
-        self.base = self.baseline()
-        self.cf.value_and_grad(*self.args)
-        self.ours = lambda: self.cf.value_and_grad(*self.args)
+    def replay_call(self):
+        from bench_fit import data, loss
+
+        args = (2.1, 0.65, *data())
+        cf = tape.compile(loss, *args, argnums=(0, 1))
+        cf.value_and_grad(*args)
+        return lambda: cf.value_and_grad(*args)
