@@ -320,8 +320,11 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     lines = 0  # the length of the lines summed by the top row, when it is a closing sum
     if not _elementwise(R[top, 0], R[top, 3], S):
         lines = IA[S[R[top, 3], 1] + 1]
-    for b0 in range(0, n, BLOCK):
-        m = min(BLOCK, n - b0)
+    bs = BLOCK
+    if lines > 0:  # blocks of whole lines, as the forward's (``_forward_run``)
+        bs = BLOCK // lines * lines
+    for b0 in range(0, n, bs):
+        m = min(bs, n - b0)
         for i in range(r1 - 1, r0 - 1, -1):
             nd = need[i]
             if nd == 0:
@@ -347,7 +350,7 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
             else:
                 gy = GO[i] + b0
             if nd & (FRESH_A | FRESH_B):  # (marked only where the operand is not one element)
-                _fresh(G, ga, gb, nd, sa, sb, m)
+                _fresh(G, ga, gb, nd, code, sa, sb, m)
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
@@ -370,20 +373,17 @@ def _leaf_plan(n):
 @njit(error_model="numpy")
 def _spread(G, ga, gs, b0, m, lines):
     """G[ga + j] += G[gs + (b0 + j) // lines] for j < m: the reverse of a sum over lines for
-    elements b0..b0+m-1, as the sum's row kernel adds it. By raw address: ga may be a scratch
-    block's offset from G's data, negative (indexing G would wrap it around)."""
+    elements b0..b0+m-1 (whole lines: b0 and m are multiples of `lines`), as the sum's row
+    kernel adds it, a line at a time (a test per element for the line's end took 1.6x as long,
+    W2). By raw address: ga may be a scratch block's offset from G's data, negative (indexing G
+    would wrap it around)."""
     pG = _addr(G)
-    p = b0 // lines
-    r = b0 - p * lines
-    g = _ld(pG, gs + p)
-    for j in range(m):
-        _st(pG, ga + j, _ld(pG, ga + j) + g)
-        r += 1
-        if r == lines:
-            r = 0
-            p += 1
-            if j + 1 < m:
-                g = _ld(pG, gs + p)
+    p0 = gs + b0 // lines
+    for p in range(m // lines):
+        g = _ld(pG, p0 + p)
+        o = ga + p * lines
+        for j in range(lines):
+            _st(pG, o + j, _ld(pG, o + j) + g)
 
 
 SIG_RUN_PASS = "int64(int64[:, ::1], int64[:, ::1], int64, int64, int64, int64[:, ::1])"
@@ -705,6 +705,7 @@ VALUES = {values}
 SUM = {sum}
 ADD = {add}
 SUBTRACT = {subtract}
+MULTIPLY = {multiply}
 
 
 @njit(error_model="numpy")
@@ -715,9 +716,12 @@ def _clear(G, g0, n):
 
 
 @njit(error_model="numpy")
-def _fresh(G, ga, gb, nd, sa, sb, m):
+def _fresh(G, ga, gb, nd, code, sa, sb, m):
     """Zero the m elements at ga / gb of the operand adjoints that need bits FRESH_A / FRESH_B
-    mark (the row alone adds to them); once when a == b."""
+    mark (the row alone adds to them); once when a == b, and not at all for x * x, whose
+    kernel writes the block whole (``SQUARE``)."""
+    if code == MULTIPLY and sa == sb and nd & 3 == 3:
+        return
     if nd & FRESH_A:
         _clear(G, ga, m)
     if nd & FRESH_B and not (nd & FRESH_A and sb == sa):
@@ -794,7 +798,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
             pb = VA[sb]
             gb = GO[sb]
         if nd & (FRESH_A | FRESH_B):  # the row alone adds to that block: zero it first
-            _fresh(G, ga, gb, nd, sa, sb, n)  # (marked only on operands of the row's size)
+            _fresh(G, ga, gb, nd, code, sa, sb, n)  # (marked only on operands of the row's size)
 {array_body}
         if nd & CLEAR:
             _clear(G, gy, n)
@@ -1104,13 +1108,20 @@ CUSTOM["amin"] = CUSTOM["amax"]  # ties and NaN handling are the same for min an
 # x * x (one operand twice, both adjoints into one block): both terms in one pass, in the order
 # of the two passes (a's term, then b's), so the same bits with half the memory traffic (W2's
 # Qx * Qx adjoint over 250,000 elements).
+# With FRESH_A / FRESH_B the row alone adds to that block: it writes 0.0 + g x + g x, the sum
+# a zeroed block would hold, without the zeroing pass (``_fresh`` leaves it out).
 SQUARE = [
     "if nd & 3 == 3 and pa == pb and ga == gb and fl == 0:",
-    "    for j in range(n):",
-    "        x = _ld(pa, j)",
-    "        g = G[gy + j]",
-    "        G[ga + j] += g * x",
-    "        G[ga + j] += g * x",
+    "    if nd & (FRESH_A | FRESH_B):",
+    "        for j in range(n):",
+    "            t = G[gy + j] * _ld(pa, j)",
+    "            G[ga + j] = (0.0 + t) + t",
+    "    else:",
+    "        for j in range(n):",
+    "            x = _ld(pa, j)",
+    "            g = G[gy + j]",
+    "            G[ga + j] += g * x",
+    "            G[ga + j] += g * x",
 ]
 
 
@@ -1323,7 +1334,7 @@ def render() -> str:
     for name, value in (("clear", CLEAR), ("local", LOCAL), ("seeded", SEEDED),
                         ("fresh_a", FRESH_A), ("fresh_b", FRESH_B), ("values", VALUES),
                         ("sum", OPCODE["sum"]), ("add", OPCODE["add"]),
-                        ("subtract", OPCODE["subtract"])):
+                        ("subtract", OPCODE["subtract"]), ("multiply", OPCODE["multiply"])):
         body = body.replace("{" + name + "}", str(value))
     body = body.replace("{family_kernels}", kernels).replace("{array_body}", calls)
     return text + body + "\n" + render_forward() + SWEEP

@@ -18,6 +18,7 @@ import jit
 import tape
 import tape.numpy as tnp
 from jit import _interp
+from jit.table import OPCODE
 from tape._backward import arena
 
 BLOCK = _interp.BLOCK
@@ -434,7 +435,7 @@ def test_run_closed_by_a_sum_over_lines(lines):
     """A run whose last row is summed over lines of at most 128 (W2's Qx * Qx over lines of
     10) takes the sum in: the forward sums each line from the block in cache, the reverse
     spreads the sum's adjoint over the block and keeps the last row's adjoint in scratch.
-    Lines cross block boundaries; values and adjoints are bit for bit those of the rows swept
+    Blocks hold whole lines; values and adjoints are bit for bit those of the rows swept
     one at a time, and the gradient is the hand-derived one. Over 128 (more than one leaf of
     NumPy's pairwise sum) the sum stays a row of its own."""
     P = -(-(2 * BLOCK + 11) // lines)
@@ -557,3 +558,29 @@ def test_value_only_call_sums_the_seeded_run_in_scratch(threads):
     cf(x)
     _, tangent = cf.jvp((x2,), (np.ones(n),))
     np.testing.assert_allclose(tangent, np.sum(g2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(40, 60), (70, 70)])  # a row of its own; a blocked run
+@pytest.mark.parametrize("lines", [False, True])
+def test_square_of_a_blas_product_writes_its_adjoint_whole(shape, lines):
+    """z * z, the only reader of a BLAS product z (need bits FRESH_A | FRESH_B), stores
+    0.0 + g z + g z into z's adjoint, which the last call left dirty, without zeroing it
+    first: every call has the bits of the eager gradient, and the hand-derived value."""
+    rng = np.random.default_rng(shape[0])
+    X, w0 = rng.normal(size=(shape[0], 30)), rng.normal(size=(30, shape[1]))
+    c = rng.normal(size=shape[0])
+
+    def f(w):
+        z = X @ w
+        return np.sum(np.sum(z * z, axis=1) * c) if lines else np.sum(z * z)
+
+    cf = tape.compile(f, w0)
+    v = next(iter(cf.variants.values()))
+    square = [i for i in range(len(v.A.sv)) if v.A.code[i] == OPCODE["multiply"]][0]
+    assert v._plan(cf.nums).need[square] & (jit.FRESH_A | jit.FRESH_B)
+    for w in (w0, -2.0 * w0, w0):
+        z = X @ w
+        want = 2.0 * X.T @ (z * (c[:, None] if lines else 1.0))
+        g = cf.grad(w)
+        np.testing.assert_array_equal(g, tape.grad(f)(w))
+        np.testing.assert_allclose(g, want, rtol=1e-12)
