@@ -54,10 +54,11 @@ def warmup(verbose: bool = False) -> float:
 
     from numba.core.sigutils import normalize_signature
 
-    from . import _interp, _tangent
+    from . import _interp, _spin, _tangent
 
     t0 = time.perf_counter()
-    for module, name in [(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]:
+    for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
+                         + [(_spin, "spin_wait")]):
         fn = getattr(module, name)
         args, _ = normalize_signature(getattr(module, "SIG_" + name.upper()))
         t = time.perf_counter()

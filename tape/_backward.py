@@ -9,6 +9,7 @@ Tapes are processed newest first, since links only point to older tapes.
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from jit.table import OPCODE, TABLE
 
 from ._hooks import run_hooks
 from ._state import state
+from ._threads import run_pieces
 from .saved_variable import BACKWARD_TWICE
 
 # Rows whose reverse rule never reads an operand's value: a leaf modified in place after
@@ -231,7 +233,7 @@ def reverse_cuts(t, need, hooked=(), hubs=()):
 
 
 def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=None,
-                   summed=None):
+                   summed=None, threads=1):
     """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
@@ -239,7 +241,8 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     operand bits (1: a, 2: b) whose adjoint blocks its rule writes whole (a rule with
     ``vjp_into`` that alone contributes to them), and 4: zero the row's own adjoint once read
     (a compiled tape's arena is clean for its next call). `summed` maps an escape row to the
-    operand whose adjoint its a adjoint, summed over its rows, is (a compiled tape's plan)."""
+    operand whose adjoint its a adjoint, summed over its rows, is (a compiled tape's plan).
+    `threads`: how many threads an escape's rule may split its work among (``_run_escape``)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
@@ -266,7 +269,7 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
             if unpacker is not None:
                 unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
             _run_escape(t, A, c, G, GO, need[c], fresh.get(c, 0) if fresh else 0,
-                        summed.get(c) if summed else None)
+                        summed.get(c) if summed else None, threads)
 
 
 def adjoint(A, G, GO, slot, shape):
@@ -356,12 +359,14 @@ def _check_versions(t, A, live, need):
             f"updating the tensor in place, or record again after the update.")
 
 
-def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None):
+def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
     """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments. `fresh`: operand
     bits whose adjoint block gets nothing else (the rule writes it whole: its reader need not
     zero it), and 4: zero the row's own adjoint afterwards, while it is still in cache.
     `summed`: (u, sign, shape): add sign * a's adjoint summed over its rows down to u's
-    (aligned) shape to u's adjoint, in place of a's (see sweep_segments)."""
+    (aligned) shape to u's adjoint, in place of a's (see sweep_segments). `threads` > 1: a
+    batched matmul large enough is split along its leading axis (``batch_pieces``), each piece
+    the same BLAS calls as in the whole, so the same bits."""
     R = A.R
     p = TABLE[A.code[slot]]
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
@@ -371,30 +376,76 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None):
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
+
+    def block(s, shape):
+        return G[GO[s]:GO[s] + A.size[s]].reshape(shape)
+
+    rows_to = None
     if summed is not None:
         u, sign, shape = summed
-        rows = np.reshape(p.vjp_a_rows(g, b, shape), -1)
-        block = G[GO[u]:GO[u] + A.size[u]]
-        (np.add if sign > 0 else np.subtract)(block, rows, out=block)
+        rows_to = (block(u, shape), np.add if sign > 0 else np.subtract, shape)
         nd = int(nd) & ~1
-    if fresh & 3:  # written straight into the adjoints' blocks
-        into = tuple(G[GO[s]:GO[s] + A.size[s]].reshape(sh) if fresh & bit else None
+    adjoints = tuple(block(s, sh) if nd & bit else None
                      for s, sh, bit in ((sa, sha, 1), (sb, shb, 2)))
-        ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2), into)
+
+    def cut(x, lo, hi):
+        return x if hi is None or x is None else x[lo:hi]
+
+    def rows():  # a's adjoint, summed over its rows, to u's
+        u_block, op, shape = rows_to
+        op(u_block, np.reshape(p.vjp_a_rows(g, b, shape), shape), out=u_block)
+
+    def rule(lo=0, hi=None):  # the rule on the batch elements lo..hi-1 (hi None: all)
+        adj = tuple(cut(x, lo, hi) for x in adjoints)
+        into = tuple(x if fresh & bit else None for x, bit in zip(adj, (1, 2)))
+        args = (cut(g, lo, hi), cut(y, lo, hi), cut(a, lo, hi), cut(b, lo, hi),
+                bool(nd & 1), bool(nd & 2))
+        # (with `into`, the rule may write those adjoints' blocks itself, and return them)
+        ga, gb = p.vjp(*args, into) if fresh & 3 else p.vjp(*args)
+        for gs, to, into_s, bit in ((ga, adj[0], into[0], 1), (gb, adj[1], into[1], 2)):
+            if nd & bit and gs is not into_s:
+                if fresh & bit:
+                    # the rule returned a new array: store g + 0 (the bits of adding g to
+                    # zero), since the block, which nothing else adds to, may hold the last
+                    # call's values
+                    np.add(np.reshape(gs, to.shape), 0.0, out=to)
+                else:
+                    to += np.reshape(gs, to.shape)
+
+    pieces = batch_pieces(p, sha, shb, shy, threads)
+    if pieces and (rows_to is None or summed[0] not in (sa, sb)):
+        # each piece one BLAS call, with little Python around it: threads in Python take turns
+        # on the GIL, and a turn costs a thread's wake-up (~40 us); this thread sums the rows
+        # after its piece (into another block than the rule's: the same bits in any order)
+        def piece(lo, hi, first):
+            rule(lo, hi)
+            if first and rows_to is not None:
+                rows()
+
+        run_pieces(piece, [(lo, hi, k == 0) for k, (lo, hi) in enumerate(pieces)])
     else:
-        into = (None, None)
-        ga, gb = p.vjp(g, y, a, b, bool(nd & 1), bool(nd & 2))
-    for s, gs, into_s, bit in ((sa, ga, into[0], 1), (sb, gb, into[1], 2)):
-        if nd & bit and gs is not into_s:
-            block = G[GO[s]:GO[s] + A.size[s]]
-            if fresh & bit:
-                # the rule returned a new array: store g + 0 (the bits of adding g to zero),
-                # since the block, which nothing else adds to, may hold the last call's values
-                np.add(np.reshape(gs, -1), 0.0, out=block)
-            else:
-                block += np.reshape(gs, -1)
+        if rows_to is not None:
+            rows()
+        rule()
     if fresh & 4:
         g[...] = 0.0
+
+
+# a batched matmul is split among threads from this many multiply-adds (W2's: 2.5 million)
+THREAD_FLOPS = 1 << 20
+
+
+def batch_pieces(p, sha, shb, shy, threads):
+    """[(lo, hi), ...]: `threads` pieces of the leading axis for a matmul row whose operands
+    and result share their batch axes (no batch broadcasting, so each batch element is one BLAS
+    call of its own, whichever piece makes it), or None when it is not worth splitting."""
+    if (threads < 2 or p.name != "matmul_blas" or len(shy) < 3 or len(sha) != len(shy)
+            or len(shb) != len(shy) or sha[:-2] != shy[:-2] or shb[:-2] != shy[:-2]
+            or shy[0] < 2 or math.prod(shy) * sha[-1] < THREAD_FLOPS):
+        return None
+    T = min(threads, shy[0])
+    cuts = [shy[0] * k // T for k in range(T + 1)]
+    return [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
 
 
 def _run_function(node, A, G, GO, live, need):

@@ -1,10 +1,36 @@
-"""Threads for one compiled call: how many, the process-wide pool, and running pieces of work in
-it. The jitted sweeps release the GIL, so pieces run on several cores."""
+"""Threads for one compiled call: how many, and running pieces of work on them. The jitted sweeps
+and NumPy's BLAS calls release the GIL, so pieces run on several cores.
+
+The pieces of one call are short (W2's batched matmul takes 0.4 ms, its halves 0.2 ms each), and
+a thread asleep on a lock takes 0.1-0.3 ms to wake on this machine class: handed to a plain
+thread pool, two halves took as long as the whole. So the pieces go to a crew of workers that,
+after each piece, wait for the next one awake for SPIN_SECONDS, in a jitted loop that holds no
+GIL (``jit._spin``), and only then sleep. The caller waits for its workers the same way. This is
+what OpenMP runtimes and OpenBLAS do with their own threads. A crew spins only when it and its
+caller fit on the cores this process may use; more pieces than cores wait asleep, as in a pool.
+"""
 from __future__ import annotations
 
 import os
+import threading
+import time
+
+import numpy as np
+
+# how long a worker stays awake for its next piece, and a caller for its workers, before sleeping
+SPIN_SECONDS = 2e-3
 
 _POOL = []  # [workers, executor, pid]
+_CREW = []  # [crew, pid]
+_CREW_LOCK = threading.Lock()
+
+
+def cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on every platform)
+        return os.cpu_count() or 1
 
 
 def thread_count(threads):
@@ -14,10 +40,7 @@ def thread_count(threads):
     if threads is None:
         threads = os.environ.get("NUMBA_NUM_THREADS", "")
         if not threads.strip().isdigit():
-            try:
-                threads = len(os.sched_getaffinity(0))
-            except AttributeError:  # (not on every platform)
-                threads = os.cpu_count() or 1
+            threads = cores()
     threads = max(1, min(int(threads), 8))
     return 1 << (threads.bit_length() - 1)
 
@@ -35,12 +58,137 @@ def pool(workers):
     return _POOL[1]
 
 
-def run_pieces(fn, pieces):
-    """fn(*piece) for every piece: the first in this thread, the others in the pool at once."""
-    others = [pool(len(pieces) - 1).submit(fn, *piece) for piece in pieces[1:]]
-    try:
-        fn(*pieces[0])
-    finally:
-        for f in others:
-            f.result()
+class _Crew:
+    """Worker threads for the pieces of one call at a time (see the module's docstring).
 
+    Worker k has flags go[k] (a piece is waiting) and done[k] (it has finished one), read by
+    ``spin_wait`` while awake; asleep, it waits on wake[k], and a caller asleep waits on
+    finished[k]. Python code reads and writes the flags and the asleep marks under the GIL, so
+    a hand-over cannot be lost between one side going to sleep and the other setting a flag.
+    Each side holds the GIL as briefly as it can around a hand-over: a thread that asks for the
+    GIL while the other holds it sleeps, and waking costs as much as the spin saves."""
+
+    def __init__(self, workers):
+        from jit._spin import spin_wait
+
+        self.spin_wait = spin_wait
+        self.workers = workers
+        self.cores = cores()
+        self.go = np.zeros(workers, np.int64)
+        self.done = np.zeros(workers, np.int64)
+        self.asleep = [False] * workers
+        self.waiting = [False] * workers  # the caller, asleep on finished[k]
+        self.wake = [threading.Event() for _ in range(workers)]
+        self.finished = [threading.Event() for _ in range(workers)]
+        self.pieces = [None] * workers  # (fn, args)
+        self.errors = [None] * workers
+        self.lock = threading.Lock()  # one call's pieces at a time
+        self.spin_rounds = _spin_rounds(spin_wait, SPIN_SECONDS)
+        self.rounds = 0  # the current call's: spin_rounds, or 0 when it has more threads than
+        # cores (a spinning thread would then take a core from one with work to do)
+        for k in range(workers):
+            threading.Thread(target=self._serve, args=(k,), daemon=True,
+                             name=f"tapejit-crew-{k}").start()
+
+    def _serve(self, k):
+        go, done, wake, spin_wait = self.go, self.done, self.wake[k], self.spin_wait
+        while True:
+            if spin_wait(go, k, self.rounds) == 0:  # nothing for a while: sleep
+                self.asleep[k] = True
+                if go[k] == 0:
+                    wake.wait()
+                    wake.clear()
+                self.asleep[k] = False
+                continue
+            go[k] = 0
+            fn, args = self.pieces[k]
+            try:
+                fn(*args)
+            except BaseException as e:  # handed to the caller, which raises it
+                self.errors[k] = e
+            self.pieces[k] = None
+            done[k] = 1
+            if self.waiting[k]:
+                self.finished[k].set()
+
+    def run(self, fn, pieces):
+        """fn(*piece) for every piece: the first in this thread, the others on workers 0, 1, ...
+        at once. Raises the first error of any piece once all have finished."""
+        n = len(pieces) - 1
+        self.rounds = self.spin_rounds if n < self.cores else 0
+        for k in range(n):
+            self.pieces[k] = (fn, pieces[k + 1])
+            self.errors[k] = None
+            self.done[k] = 0
+            self.go[k] = 1
+            if self.asleep[k]:
+                self.wake[k].set()
+        try:
+            fn(*pieces[0])
+        finally:
+            try:
+                for k in range(n):
+                    if self.spin_wait(self.done, k, self.rounds) == 0:
+                        self.waiting[k] = True
+                        while self.done[k] == 0:  # (a set left from an earlier piece: again)
+                            self.finished[k].wait()
+                            self.finished[k].clear()
+                        self.waiting[k] = False
+            except BaseException:  # (a KeyboardInterrupt while waiting: a worker may still be
+                _CREW.clear()      # busy, so the next call makes a crew of its own)
+                raise
+        for e in self.errors[:n]:
+            if e is not None:
+                raise e
+
+
+def _spin_rounds(spin_wait, seconds):
+    """How many rounds of ``spin_wait`` take about `seconds` on this machine."""
+    zero = np.zeros(1, np.int64)
+    spin_wait(zero, 0, 10)
+    rounds = 20_000
+    t = time.perf_counter()
+    spin_wait(zero, 0, rounds)
+    per_round = max((time.perf_counter() - t) / rounds, 1e-10)
+    return int(seconds / per_round)
+
+
+def crew(workers):
+    """The process-wide crew with at least `workers` workers (a child forked after it started
+    makes its own: the parent's threads do not exist in it), or None without the JIT (its
+    spin loop would hold the GIL)."""
+    if _CREW and _CREW[0].workers >= workers and _CREW[1] == os.getpid():
+        return _CREW[0]
+    from numba import config
+
+    if config.DISABLE_JIT:
+        return None
+    with _CREW_LOCK:
+        if not _CREW or _CREW[0].workers < workers or _CREW[1] != os.getpid():
+            _CREW[:] = [_Crew(workers), os.getpid()]  # (an old crew's workers just sleep)
+        return _CREW[0]
+
+
+def run_pieces(fn, pieces):
+    """fn(*piece) for every piece: the first in this thread, the others on other threads at
+    once (the crew's; in turn in this thread while another call has the crew)."""
+    if len(pieces) == 1:
+        fn(*pieces[0])
+        return
+    c = crew(len(pieces) - 1)
+    if c is None:
+        others = [pool(len(pieces) - 1).submit(fn, *piece) for piece in pieces[1:]]
+        try:
+            fn(*pieces[0])
+        finally:
+            for f in others:
+                f.result()
+        return
+    if not c.lock.acquire(blocking=False):  # another thread's call has it (or this is one
+        for piece in pieces:                 # of its pieces): no waiting for it
+            fn(*piece)
+        return
+    try:
+        c.run(fn, pieces)
+    finally:
+        c.lock.release()

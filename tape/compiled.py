@@ -33,7 +33,7 @@ from jit.table import FAMILIES, OPCODE, TABLE
 
 from . import _guards, _persist
 from ._threads import run_pieces, thread_count
-from ._backward import arena, reverse_cuts, segment_bounds, sweep_segments
+from ._backward import arena, batch_pieces, reverse_cuts, segment_bounds, sweep_segments
 from ._state import state
 from ._tensor import Tensor
 from .functional import _FreshTape
@@ -68,10 +68,12 @@ def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa:
 
     `argnums` (int or tuple) are the arguments gradients are taken with respect to.
     `threads`: how many threads a value_and_grad may split a large run closed by a sum among
-    (at least THREAD_SIZE elements, as a loss over a large array); None: NUMBA_NUM_THREADS if
-    set, else the cores this process may run on, rounded down to a power of two, at most 8; 1:
-    none (say so in process pools that already use every core). Results are the same bits
-    whatever the count.
+    (at least THREAD_SIZE elements, as a loss over a large array), and a large batched matmul
+    (its batch elements, forward and reverse: ``_backward.batch_pieces``); None:
+    NUMBA_NUM_THREADS if set, else the cores this process may run on, rounded down to a power
+    of two, at most 8; 1: none (say so in process pools that already use every core). Results
+    are the same bits whatever the count. The threads wait for work awake for 2 ms after each
+    piece (``_threads.SPIN_SECONDS``), so a loop of calls does not pay for waking them.
     """
     return CompiledTape(f, example_args, argnums, max_variants, threads)
 
@@ -900,7 +902,7 @@ class _Variant:
                 y = t.av[t.side_of[c]]
                 TABLE[A.code[c]].ufunc(np.reshape(t.value(int(A.R[c, 1])), y.shape), out=y)
             elif c in t.escapes:
-                self._escape_value(c)
+                self._escape_value(c, threads)
             else:  # a custom Function's hub: its forward runs in Python, outputs follow it
                 t.functions[c].replay(t)
             lo = c + 1
@@ -955,14 +957,20 @@ class _Variant:
             lo = e
         jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, hi)
 
-    def _escape_value(self, c):
+    def _escape_value(self, c, threads=1):
         t, A = self.t, self.A
         sa, sb = int(A.R[c, 1]), int(A.R[c, 2])
         sha, shb, shy = t.escapes[c]
         a = np.reshape(t.value(sa), sha)
-        fn = _ESCAPE_VALUE[TABLE[A.code[c]].name]
+        p = TABLE[A.code[c]]
+        fn = _ESCAPE_VALUE[p.name]
         if fn is np.matmul and A.is_array[c]:  # straight into the row's buffer: no temporary
-            np.matmul(a, np.reshape(t.value(sb), shb), out=np.reshape(t.av[t.side_of[c]], shy))
+            b, y = np.reshape(t.value(sb), shb), np.reshape(t.av[t.side_of[c]], shy)
+            pieces = batch_pieces(p, sha, shb, shy, thread_count(threads))
+            if pieces:  # (each batch element one BLAS call, in whichever piece: the same bits)
+                run_pieces(lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=y[lo:hi]), pieces)
+            else:
+                np.matmul(a, b, out=y)
             return
         t.store(c, fn(a) if sb < 0 else fn(a, np.reshape(t.value(sb), shb)))
 
@@ -1014,7 +1022,7 @@ class _Variant:
         if self.escapes or self.t.functions:  # their backward rules run in Python
             hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
             sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False,
-                           fresh=p.fresh, summed=p.summed)
+                           fresh=p.fresh, summed=p.summed, threads=thread_count(threads))
         else:  # one jitted call: nothing to run in Python between segments
             direct = self._direct_gradients(p) if p.large else direct
             threads = thread_count(threads) if forward and p.split else 1

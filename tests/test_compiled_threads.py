@@ -192,3 +192,58 @@ def test_calls_on_one_tape_from_many_threads_are_serialized():
     with ThreadPoolExecutor(4) as pool:
         for f in [pool.submit(work, k) for k in range(4)]:
             f.result()
+
+
+def gmm_like(mu, L, x):
+    """W2's shape of work: a batched matmul of centred data by per-component factors, then a
+    sum of squares over lines (a run closed by a sum) and a logsumexp over components."""
+    d = x[None, :, :] - mu[:, None, :]
+    z = d @ np.swapaxes(L, -1, -2)
+    q = np.sum(z * z, axis=2)
+    m = np.max(-q, axis=0)
+    return np.sum(m + np.log(np.sum(np.exp(-q - m), axis=0))) + np.sum(L * L)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("k", [2, 5])
+def test_batched_matmul_pieces_same_bits(monkeypatch, threads, k):
+    """A batched matmul (forward and its reverse rule) is split along its batch axis, each batch
+    element one BLAS call in whichever piece: the bits of one thread, call after call."""
+    from tape import _backward
+
+    monkeypatch.setattr(_backward, "THREAD_FLOPS", 1000)
+    rng = np.random.default_rng(k)
+    mu, L, x = rng.normal(size=(k, 4)), rng.normal(size=(k, 4, 4)), rng.normal(size=(300, 4))
+    one = tape.compile(gmm_like, mu, L, x, argnums=(0, 1), threads=1)
+    many = tape.compile(gmm_like, mu, L, x, argnums=(0, 1), threads=threads)
+    for args in ((mu, L, x), (0.5 * mu, -L, x)):
+        _same(_calls(one, args), _calls(many, args))
+        assert one(*args) == many(*args)
+    value, g = tape.value_and_grad(gmm_like, argnums=(0, 1))(mu, L, x)
+    v2, g2 = many.value_and_grad(mu, L, x)
+    assert v2 == pytest.approx(value, rel=1e-14)
+    for a, b in zip(g2, g):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_which_matmuls_split():
+    from jit.table import OPCODE, TABLE
+    from tape._backward import THREAD_FLOPS, batch_pieces
+
+    mm = TABLE[OPCODE["matmul_blas"]]
+    big = int(THREAD_FLOPS ** (1 / 3)) + 2
+    assert batch_pieces(mm, (4, big, big), (4, big, big), (4, big, big), 2) == [(0, 2), (2, 4)]
+    assert batch_pieces(mm, (5, big, big), (5, big, big), (5, big, big), 4) == [
+        (0, 1), (1, 2), (2, 3), (3, 5)]
+    assert batch_pieces(mm, (3, big, big), (3, big, big), (3, big, big), 8) == [
+        (0, 1), (1, 2), (2, 3)]  # at most one piece per batch element
+    for sha, shb, shy, threads in [
+            ((4, big, big), (4, big, big), (4, big, big), 1),  # one thread
+            ((4, big, big), (1, big, big), (4, big, big), 2),  # b broadcast over the batch
+            ((4, big, big), (big, big), (4, big, big), 2),  # b 2-d: broadcast too
+            ((4 * big, big), (big, big), (4 * big, big), 2),  # no batch axis
+            ((1, big, big), (1, big, big), (1, big, big), 2),  # one batch element
+            ((4, 3, 3), (4, 3, 3), (4, 3, 3), 2)]:  # too small to be worth it
+        assert batch_pieces(mm, sha, shb, shy, threads) is None
+    assert batch_pieces(TABLE[OPCODE["solve"]], (4, big, big), (4, big, big), (4, big, big),
+                        2) is None
