@@ -2173,131 +2173,269 @@ def _forward_binary(code, n, iat, pa, pb, py, IA, W):
                 W[n + j] = _ld(pb, IA[mb + j])
             pb = _addr(W) + 8 * n
     if op == 29:  # add
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, a + b)
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a + b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a + b)
     elif op == 30:  # subtract
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, a - b)
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a - b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a - b)
     elif op == 31:  # multiply
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, a * b)
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a * b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a * b)
     elif op == 32:  # divide
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, a / b)
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a / b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a / b)
     elif op == 33:  # power
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                if b0 == 0 and b1 == 0 and b2 == 0:
-                    ex = _ld(pb, ob)
-                    if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:
-                        for j in range(n2):
-                            _st(py, oy + j, _power_scalar_exponent(_ld(pa, oa + j * a2), ex))
-                        continue
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, _power(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    if b0 == 0 and b1 == 0 and b2 == 0:
+                        ex = _ld(pb, ob)
+                        if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:
+                            for j in range(n2):
+                                _st(py, oy + j, _power_scalar_exponent(_ld(pa, oa + j * a2), ex))
+                            continue
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _power(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    if b0 == 0 and b1 == 0 and b2 == 0:
+                        ex = _ld(pb, ob)
+                        if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:
+                            for j in range(n2):
+                                _st(py, oy + j, _power_scalar_exponent(_ld(pa, oa + j * a2), ex))
+                            continue
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _power(a, b))
     elif op == 34:  # arctan2
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, atan2(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, atan2(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, atan2(a, b))
     elif op == 35:  # hypot
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, hypot(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, hypot(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, hypot(a, b))
     elif op == 36:  # logaddexp
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, _logaddexp(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _logaddexp(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _logaddexp(a, b))
     elif op == 37:  # maximum
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, _maximum(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _maximum(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _maximum(a, b))
     elif op == 38:  # minimum
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, _minimum(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _minimum(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _minimum(a, b))
     elif op == 39:  # fmax
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, _fmax(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _fmax(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _fmax(a, b))
     elif op == 40:  # fmin
-        for i0 in range(n0):
-            for i1 in range(n1):
-                oa = i0 * a0 + i1 * a1
-                ob = i0 * b0 + i1 * b1
-                oy = (i0 * n1 + i1) * n2
-                for j in range(n2):
-                    a = _ld(pa, oa + j * a2)
-                    b = _ld(pb, ob + j * b2)
-                    _st(py, oy + j, _fmin(a, b))
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _fmin(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _fmin(a, b))
 
 
 @njit(error_model="numpy")
