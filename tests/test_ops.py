@@ -448,3 +448,26 @@ def test_where_and_clip_broadcasting(shapes, seed, which):
     lo = (rng.integers(-20, 0, sc) + 0.5) * 0.1  # bounds on a grid that values never tie with
     x = np.round(rng.uniform(-3, 3, sa), 1)
     check_vjp(lambda v, l: np.clip(v, l, 1.05), [x, lo], wrt=which, rng=rng)
+
+
+@pytest.mark.parametrize("fn", [np.max, np.min])
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_max_min_ties_share_the_adjoint(fn, axis):
+    """The adjoint of a max / min goes to every element equal to the extreme, shared evenly
+    (NaN extremes: to every NaN), eager and replayed, along the contiguous axis and across it."""
+    x = np.array([[1.0, 5.0, -2.0, np.nan, 0.0],
+                  [3.0, 5.0, -2.0, 1.0, -0.0],
+                  [3.0, 4.0, -2.0, np.nan, 0.0]])
+    x = x if fn is np.max else -x
+    c = np.arange(1.0, 16.0).reshape(3, 5)  # distinct seeds: column 0 along axis 1, row 0 along 0
+
+    def f(x):
+        y = fn(x, axis=axis)
+        return np.sum(y * c[0] if axis == 0 else y * c[:, 0] if axis == 1 else y * 7.0)
+
+    y = fn(x, axis=axis, keepdims=True)
+    hit = (x == y) | (np.isnan(x) & np.isnan(y))
+    seed = c[0] if axis == 0 else c[:, :1] if axis == 1 else 7.0
+    want = np.where(hit, seed / hit.sum(axis=axis, keepdims=True), 0.0)
+    np.testing.assert_array_equal(tape.grad(f)(x), want)
+    np.testing.assert_array_equal(tape.compile(f, x).grad(x), want)
