@@ -35,14 +35,13 @@ __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep
 
 def __getattr__(name):
     if name in ENTRY_POINTS or name in SWEEPS:
-        from . import _interp
-
-        return getattr(_interp, name)
-    if name == "tangent_sweep":  # forward mode, rendered into its own module
-        from ._tangent import tangent_sweep
-
-        return tangent_sweep
-    raise AttributeError(f"module 'jit' has no attribute {name!r}")
+        from . import _interp as module
+    elif name == "tangent_sweep":  # forward mode, rendered into its own module
+        from . import _tangent as module
+    else:
+        raise AttributeError(f"module 'jit' has no attribute {name!r}")
+    value = globals()[name] = getattr(module, name)  # (later lookups skip this function: a
+    return value  # compiled call makes several, ~3 us each)
 
 
 def warmup(verbose: bool = False) -> float:
