@@ -114,3 +114,15 @@ def _child():
     log = []
     _threads.run_pieces(_record(log), [(0, 0), (1, 1)])
     return sorted(k for k, _, _ in log)
+
+
+def test_spin_wait_has_one_signature():
+    """Every caller passes the declared types, so warm-up's compile is the only one."""
+    from numba.core.sigutils import normalize_signature
+
+    from jit import _spin
+
+    _threads.run_pieces(lambda k: None, [(0,), (1,)])
+    assert len(spin_wait.signatures) == 1
+    args, _ = normalize_signature(_spin.SIG_SPIN_WAIT)
+    assert spin_wait.signatures[0] == tuple(args)
