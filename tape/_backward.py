@@ -18,7 +18,7 @@ from jit.table import OPCODE, TABLE
 
 from ._hooks import run_hooks
 from ._state import state
-from ._threads import run_pieces
+from ._threads import run_pieces, thread_count
 from .saved_variable import BACKWARD_TWICE
 
 # Rows whose reverse rule never reads an operand's value: a leaf modified in place after
@@ -242,7 +242,8 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     ``vjp_into`` that alone contributes to them), and 4: zero the row's own adjoint once read
     (a compiled tape's arena is clean for its next call). `summed` maps an escape row to the
     operand whose adjoint its a adjoint, summed over its rows, is (a compiled tape's plan).
-    `threads`: how many threads an escape's rule may split its work among (``_run_escape``)."""
+    `threads`: how many threads an escape's rule may split its work among (``compile``'s
+    argument, ``_run_escape``)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
 
@@ -436,14 +437,18 @@ THREAD_FLOPS = 1 << 20
 
 
 def batch_pieces(p, sha, shb, shy, threads):
-    """[(lo, hi), ...]: `threads` pieces of the leading axis for a matmul row whose operands
-    and result share their batch axes (no batch broadcasting, so each batch element is one BLAS
-    call of its own, whichever piece makes it), or None when it is not worth splitting."""
-    if (threads < 2 or p.name != "matmul_blas" or len(shy) < 3 or len(sha) != len(shy)
+    """[(lo, hi), ...]: `threads` pieces (``compile``'s argument: resolved by
+    ``thread_count`` only for a row worth splitting, since that reads the environment and asks
+    the OS) of the leading axis for a matmul row whose operands and result share their batch
+    axes (no batch broadcasting, so each batch element is one BLAS call of its own, whichever
+    piece makes it), or None when it is not worth splitting."""
+    if (threads == 1 or p.name != "matmul_blas" or len(shy) < 3 or len(sha) != len(shy)
             or len(shb) != len(shy) or sha[:-2] != shy[:-2] or shb[:-2] != shy[:-2]
             or shy[0] < 2 or math.prod(shy) * sha[-1] < THREAD_FLOPS):
         return None
-    T = min(threads, shy[0])
+    T = min(thread_count(threads), shy[0])
+    if T < 2:
+        return None
     cuts = [shy[0] * k // T for k in range(T + 1)]
     return [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
 

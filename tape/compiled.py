@@ -966,7 +966,7 @@ class _Variant:
         fn = _ESCAPE_VALUE[p.name]
         if fn is np.matmul and A.is_array[c]:  # straight into the row's buffer: no temporary
             b, y = np.reshape(t.value(sb), shb), np.reshape(t.av[t.side_of[c]], shy)
-            pieces = batch_pieces(p, sha, shb, shy, thread_count(threads))
+            pieces = batch_pieces(p, sha, shb, shy, threads)
             if pieces:  # (each batch element one BLAS call, in whichever piece: the same bits)
                 run_pieces(lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=y[lo:hi]), pieces)
             else:
@@ -1022,7 +1022,7 @@ class _Variant:
         if self.escapes or self.t.functions:  # their backward rules run in Python
             hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
             sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False,
-                           fresh=p.fresh, summed=p.summed, threads=thread_count(threads))
+                           fresh=p.fresh, summed=p.summed, threads=threads)
         else:  # one jitted call: nothing to run in Python between segments
             direct = self._direct_gradients(p) if p.large else direct
             threads = thread_count(threads) if forward and p.split else 1
