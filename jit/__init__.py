@@ -14,7 +14,8 @@ CLEAR = 4
 LOCAL = 8
 # need bit 16, on a full sum that closes a forward run: when one call sweeps the whole tape both
 # ways, the run's reverse is done inside its forward, block by block, from a unit seed, and the
-# reverse sweep only scales the result by the sum's adjoint (set by ``seed_pass``)
+# reverse sweep scales the result by the sum's adjoint when that is exact (a power of two), else
+# sweeps the run again from that adjoint (set by ``seed_pass``)
 SEEDED = 16
 # need bits 32 / 64: the row alone adds to operand a's / b's adjoint (an escape row's, whose rule
 # reads it): the sweep zeroes that block just before adding, while in cache, in place of the

@@ -153,12 +153,13 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
                 _st(py, p0 + p, 0.0 + _pairwise_leaf(pt, p * lines, lines))
 
 
-@njit(error_model="numpy", inline="always")
-def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
+@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_seeded)
+def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
-    rows forward, the sum's share of the block, then the rows back from a unit seed on the last
-    one. Values and adjoints of the run's rows live in scratch, so only the inputs' adjoints
-    reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
+    rows forward, the sum's share of the block, then the rows back from `seed` on the last
+    one (the seed in the sum's seed cell; the sum's own adjoint when ``_reverse_seeded`` sweeps
+    the run again). Values
+    and adjoints of the run's rows live in scratch, so only the inputs' adjoints reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
     from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
     With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
@@ -218,7 +219,7 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             continue
         gt = base + BLOCK * (top - r0)
         for j in range(m):
-            _st(pG, gt + j, 1.0)
+            _st(pG, gt + j, 0.0 + seed)  # (as the sum's reverse adds it to a zeroed block)
         for i in range(top, r0 - 1, -1):
             nd = need[i]
             if (nd & 3) == 0:
@@ -469,7 +470,10 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                 continue
             if e > i + 1:
                 if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part)
+                    seed = 1.0
+                    if (need[e] & VALUES) == 0 and G[_seed_cell(R, G, e)] != 0.0:
+                        seed = G[_seed_cell(R, G, e)]  # (the sum's adjoint on the last call)
+                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
                     i = e
                     continue
                 _forward_run(R, S, VA, IA, W, i, e, n, part, 0)

@@ -5,7 +5,7 @@
 import numpy as np
 from llvmlite import ir
 from math import acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, exp, exp2, expm1
-from math import hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
+from math import frexp, hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
 from numba import config, njit, types
 from numba.extending import intrinsic
 
@@ -392,6 +392,11 @@ def _block_value(s, one, VA, b0):
 
 # which operand values each binary operand's adjoint reads (_operand_reads)
 _READS = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 1, 1, 0], [0, 1, 0, 1], [1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 1], [1, 0, 0, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64)
+
+
+# an operand's adjoint as its row's adjoint times a constant (1), or a function of
+# the other operand (2) (_adjoint_factors)
+_FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1], [1, 1], [2, 2], [2, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=np.int64)
 
 
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
@@ -1456,8 +1461,8 @@ def seed_pass(R, S, IA, need, keep, first):
     forward computes the run's rows, the block's share of the sum, and the rows back from a
     unit seed, with values and adjoints in scratch (``_forward_seeded_run``), and leaves the
     run's input adjoints for the unit seed in the arena; the reverse sweep scales them by the
-    sum's adjoint (the sweep is linear in it). Only a call that sweeps the
-    whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
+    sum's adjoint, or sweeps the run again where scaling would round (``_reverse_seeded``).
+    Only a call that sweeps the whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
     (their adjoints must be in the arena: run it before local_pass), and the first row of the
     run in first[sum]. Returns the count."""
     rows = R.shape[0]
@@ -1467,6 +1472,7 @@ def seed_pass(R, S, IA, need, keep, first):
             s = R[j, c]
             if s >= 0:
                 last[s] = j
+    steady = _steady_adjoints(R, need)
     count = 0
     i = -1
     while i < rows - 1:
@@ -1482,8 +1488,8 @@ def seed_pass(R, S, IA, need, keep, first):
         i = e - 1
         if e < r0 + 2 or e >= rows or not _full_sum_of(R, S, IA, e, e - 1, n):
             continue
-        if (need[e] & 1) == 0 or keep[e - 1]:
-            continue
+        if (need[e] & 1) == 0 or keep[e - 1] or not steady[e]:
+            continue  # (a sum whose adjoint changes from call to call: swept as usual)
         ok = last[e - 1] == e
         for r in range(r0, e):
             if _FAMILY[R[r, 0] & 255] == INPUT:
@@ -1504,23 +1510,73 @@ def seed_pass(R, S, IA, need, keep, first):
 
 
 @njit(error_model="numpy")
-def _reverse_seeded(R, S, GO, G, need, e):
+def _steady_adjoints(R, need):
+    """Per row, 1 where its adjoint, for a unit seed on the output, is the same on every call:
+    every path from the output to it goes through rows whose operand's adjoint is the row's
+    times a constant, or times an operand that depends on no argument (``_FACTOR``). (0.5 *
+    sum(u) and mean(u) are; sum(u) * s and sum(u) ** 2 with u from the arguments are not.)"""
+    rows = R.shape[0]
+    varying = np.zeros(rows, np.uint8)  # rows whose value depends on an argument
+    for j in range(rows):
+        op = R[j, 0] & 255
+        varying[j] = 1 if op == LEAF or op == LINK else 0
+        for c in (1, 2):
+            if R[j, c] >= 0 and varying[R[j, c]]:
+                varying[j] = 1
+    steady = np.ones(rows, np.uint8)
+    for r in range(rows - 1, -1, -1):  # (a row's readers come after it)
+        for c in (1, 2):
+            s = R[r, c]
+            if s < 0 or (need[r] & c) == 0:
+                continue
+            f = _FACTOR[R[r, 0] & 255, c - 1]
+            other = R[r, 3 - c]
+            if not steady[r] or not (f == 1 or (f == 2 and other >= 0 and other != s
+                                                 and not varying[other])):
+                steady[s] = 0
+    return steady
+
+
+@njit(error_model="numpy", inline="always")
+def _seed_cell(R, G, e):
+    """Index in G of the seed that seeded sum e's run sweeps its reverse from (0.0 for none
+    yet: a unit seed). A plan with seeded sums has one such cell per row after its arena."""
+    return G.shape[0] - R.shape[0] + e
+
+
+@njit(error_model="numpy")
+def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     """The reverse of the full sum at row e and of the seeded run it closes: the forward left
-    each run input's adjoint for a unit seed in the arena; scale it by the sum's adjoint.
-    Returns the run's first row."""
+    each run input's adjoint for the seed in e's seed cell (``_seed_cell``) in the arena.
+    When the sum's adjoint g is that seed, they are done; when g is the seed times a power of
+    two, scaling them is exact (every product of the run's reverse scales with it, unless an
+    adjoint leaves the range of normal floats on the way). Any other g would round a few ulp
+    away from the row-by-row reverse: the run is swept again, forward and reverse block by
+    block from g itself, and g becomes the seed of the next call's forward. (``seed_pass``
+    seeds only sums whose adjoint is the same on every call, a mean's 1/n, a constant
+    factor's: the sweep again happens on the first call only.) Returns the run's first row."""
     g = G[GO[e]]
     if need[e] & CLEAR:
         G[GO[e]] = 0.0
     top = e - 1
     n = S[R[top, 3], 0]
     r0 = _forward_run_start(R, S, top, n)
-    if g == 1.0:  # the usual case, a loss that is the sum: nothing to scale
+    cell = _seed_cell(R, G, e)
+    seed = G[cell] if G[cell] != 0.0 else 1.0
+    if g == seed:  # the usual case: nothing to scale
         return r0
+    ratio = g / seed
+    mantissa, _ = frexp(ratio)
+    exact = abs(mantissa) == 0.5 and abs(ratio) >= 2.2250738585072014e-308         and ratio * seed == g  # (a normal power of two, and exactly g's)
     pG = _addr(G)
-    for s in _run_inputs(R, need, r0, e):
+    for s in _run_inputs(R, need, r0, e):  # (only the run has added to these yet)
         o = GO[s]
         for j in range(S[R[s, 3], 0] if R[s, 3] >= 0 else 1):  # (one element or n)
-            _st(pG, o + j, _ld(pG, o + j) * g)
+            _st(pG, o + j, _ld(pG, o + j) * ratio if exact else 0.0)
+    if not exact:
+        W = np.empty(2 * max(1, S[:, 0].max()))  # (as _forward_rows's)
+        _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, e, n, np.zeros(3), g)
+        G[cell] = g
     return r0
 
 
@@ -1709,6 +1765,8 @@ SUM = 42
 ADD = 29
 SUBTRACT = 30
 MULTIPLY = 31
+LEAF = 1
+LINK = 2
 
 
 @njit(error_model="numpy")
@@ -1933,7 +1991,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
             i = _reverse_scalars(R, sv, G, need, lo, i + 1)
             continue
         if seeded and nd & SEEDED:
-            i = _reverse_seeded(R, S, GO, G, need, i)
+            i = _reverse_seeded(R, S, VA, GO, G, IA, FA, need, i)
             continue
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
@@ -2678,12 +2736,13 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
                 _st(py, p0 + p, 0.0 + _pairwise_leaf(pt, p * lines, lines))
 
 
-@njit(error_model="numpy", inline="always")
-def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
+@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_seeded)
+def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
-    rows forward, the sum's share of the block, then the rows back from a unit seed on the last
-    one. Values and adjoints of the run's rows live in scratch, so only the inputs' adjoints
-    reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
+    rows forward, the sum's share of the block, then the rows back from `seed` on the last
+    one (the seed in the sum's seed cell; the sum's own adjoint when ``_reverse_seeded`` sweeps
+    the run again). Values
+    and adjoints of the run's rows live in scratch, so only the inputs' adjoints reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
     from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
     With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
@@ -2743,7 +2802,7 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part):
             continue
         gt = base + BLOCK * (top - r0)
         for j in range(m):
-            _st(pG, gt + j, 1.0)
+            _st(pG, gt + j, 0.0 + seed)  # (as the sum's reverse adds it to a zeroed block)
         for i in range(top, r0 - 1, -1):
             nd = need[i]
             if (nd & 3) == 0:
@@ -3113,7 +3172,10 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                 continue
             if e > i + 1:
                 if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part)
+                    seed = 1.0
+                    if (need[e] & VALUES) == 0 and G[_seed_cell(R, G, e)] != 0.0:
+                        seed = G[_seed_cell(R, G, e)]  # (the sum's adjoint on the last call)
+                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
                     i = e
                     continue
                 _forward_run(R, S, VA, IA, W, i, e, n, part, 0)

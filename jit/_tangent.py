@@ -5,7 +5,7 @@
 import numpy as np
 from llvmlite import ir
 from math import acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, exp, exp2, expm1
-from math import hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
+from math import frexp, hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
 from numba import config, njit, types
 from numba.extending import intrinsic
 

@@ -203,15 +203,15 @@ class _Unpacker:
         return sum(8 * int(self.A.size[s]) for s in self.live)
 
 
-def arena(A, mask):
+def arena(A, mask, extra=0):
     """Offsets GO and a zeroed adjoint arena G for the slots in `mask`: 0-d slots at G[slot],
-    array slots packed after them."""
+    array slots packed after them, then `extra` more cells."""
     n = len(A.sv)
     GO = np.arange(n, dtype=np.int64)
     arr = np.flatnonzero(A.is_array & (mask != 0))
     sizes = A.size[arr]
     GO[arr] = n + np.cumsum(sizes) - sizes
-    return GO, np.zeros(n + int(sizes.sum()))
+    return GO, np.zeros(n + int(sizes.sum()) + extra)
 
 
 def segment_bounds(n, cuts, dropped):

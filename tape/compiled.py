@@ -600,7 +600,10 @@ class _Plan:
             bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
             if jit.local_pass(A.R, A.S, A.IA, need, keep, bounds):
                 stored = live & ((need & jit.LOCAL) == 0)
-        GO, G = self.GO, self.G = arena(A, stored)
+        # a seeded sum's seed, the sum's adjoint on the last call, in a cell per row after
+        # the arena (``jit._interp._seed_cell``)
+        seeds = n if np.any(need & jit.SEEDED) else 0
+        GO, G = self.GO, self.G = arena(A, stored, seeds)
         # the kernels zero the adjoint of every row they sweep (need bit 4), so the arena is
         # clean for the next call; what they do not sweep is zeroed after reading (rest)
         family = _FAMILY_OF[A.code]

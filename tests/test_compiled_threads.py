@@ -22,15 +22,21 @@ def w3(x):
 
 def two_runs(x, w):
     """Two seeded runs (each on its own input: a run's inputs may not be read after its sum),
-    rows between them, sums' adjoints other than 1."""
+    0-d rows between them, sums' adjoints other than powers of two: steady ones, so the first
+    call sweeps the runs again from them and later calls start from them."""
     a = np.sum(np.sin(x) * x + x * x)
-    c = np.sqrt(a * a + 1.0)
+    c = (a * 2.5 - 1.0) / 3.0
     b = np.sum(np.exp(-w * w) * w)
-    return 3.0 * c + a * b
+    return 3.0 * c - b * 0.7
+
+
+def product_of_sums(x, w):
+    """Each sum's adjoint is the other sum, new on every call: neither run is seeded."""
+    return np.sum(np.sin(x) * x + x * x) * np.sum(np.exp(-w * w) * w)
 
 
 def keepdims(x):
-    return np.sum(np.sum(np.cos(x) * x, keepdims=True)) ** 2
+    return np.sum(np.sum(np.cos(x) * x, keepdims=True)) * 0.3
 
 
 def _same(r1, r2):
@@ -60,7 +66,8 @@ def test_same_bits_as_one_thread(small_runs, n, threads):
 
 @pytest.mark.parametrize("f, nargs, argnums, runs", [(two_runs, 2, (0, 1), 2),
                                                      (two_runs, 2, 1, 1),  # (x's run: no need)
-                                                     (keepdims, 1, 0, 1)])
+                                                     (keepdims, 1, 0, 1),
+                                                     (product_of_sums, 2, (0, 1), 0)])
 def test_several_runs_and_sum_adjoints(small_runs, f, nargs, argnums, runs):
     rng = np.random.default_rng(3)
     args = [rng.normal(size=9000) for _ in range(nargs)]
@@ -68,7 +75,11 @@ def test_several_runs_and_sum_adjoints(small_runs, f, nargs, argnums, runs):
     two = tape.compile(f, *args, argnums=argnums, threads=2)
     variant = next(reversed(two.variants.values()))
     assert variant.straight
-    _same(_calls(one, args), _calls(two, args))
+    _same(_calls(one, args), _calls(two, args))  # (first calls: the seeded runs swept again)
+    others = [a[::-1].copy() for a in args]
+    _same(_calls(one, others), _calls(two, others))  # (from the seeds the first calls left)
+    value, vjp = two.vjp(*others)  # the plain reverse sweep: no seeded run
+    _same((value, vjp(1.0)), _calls(two, others))
     split = variant._plan(two.nums).split
     assert len(split) == runs  # the runs were threaded
     ref = tape.value_and_grad(f, argnums=argnums)(*args)
