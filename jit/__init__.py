@@ -58,7 +58,8 @@ def warmup(verbose: bool = False) -> float:
 
     t0 = time.perf_counter()
     for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
-                         + [(_spin, "spin_wait")]):
+                         + [(_spin, "spin_wait"), (_spin, "serve"),
+                            (_spin, "gemm_batch")]):
         fn = getattr(module, name)
         args, _ = normalize_signature(getattr(module, "SIG_" + name.upper()))
         t = time.perf_counter()

@@ -16,6 +16,7 @@ import numpy as np
 import jit
 from jit.table import OPCODE, TABLE
 
+from ._gemm import cached_native_pieces, native_pieces
 from ._hooks import run_hooks
 from ._state import state
 from ._threads import run_pieces, thread_count
@@ -423,7 +424,12 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
             if first and rows_to is not None:
                 rows()
 
-        run_pieces(piece, [(lo, hi, k == 0) for k, (lo, hi) in enumerate(pieces)])
+        native = None
+        if (nd & 3) == 2 and fresh & 2:  # b's adjoint alone, a^T g written whole: the workers'
+            native = cached_native_pieces(  # pieces natively
+                t.native, (slot, "reverse"), (t.value(sa), G, int(o), int(GO[sb]), tuple(pieces)),
+                lambda: native_pieces(np.swapaxes(a, -1, -2), g, adjoints[1], pieces))
+        run_pieces(piece, [(lo, hi, k == 0) for k, (lo, hi) in enumerate(pieces)], native)
     else:
         if rows_to is not None:
             rows()

@@ -36,8 +36,8 @@ def newest_tape_id() -> int:
 
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
-                 "links", "escapes", "index_cache", "consts", "hooks", "packed", "functions", "sealed",
-                 "built", "freed", "released", "__weakref__")
+                 "links", "escapes", "native", "index_cache", "consts", "hooks", "packed",
+                 "functions", "sealed", "built", "freed", "released", "__weakref__")
 
     def __init__(self):
         self.id = next(_ids)
@@ -55,6 +55,7 @@ class Tape:
         self.leaves = {}  # slot -> (leaf tensor, its version when recorded)
         self.links = {}  # slot -> tensor of an older tape that this slot stands for
         self.escapes = {}  # slot -> shapes (a, b, y) for rows whose reverse rule runs in NumPy
+        self.native = {}  # (slot, sweep) -> a split matmul's native pieces (tape._gemm)
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
         self.consts = {}  # nonzero Python-float constant -> its slot
         self.hooks = None  # slot -> _hooks.SlotHooks, for tensors with hooks or retain_grad

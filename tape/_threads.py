@@ -23,6 +23,7 @@ SPIN_SECONDS = 2e-3
 _POOL = []  # [workers, executor, pid]
 _CREW = []  # [crew, pid]
 _CREW_LOCK = threading.Lock()
+_NATIVE = 2  # go[k] of a native piece (jit._spin.NATIVE)
 
 
 def cores():
@@ -69,9 +70,10 @@ class _Crew:
     GIL while the other holds it sleeps, and waking costs as much as the spin saves."""
 
     def __init__(self, workers):
-        from jit._spin import spin_wait
+        from jit._spin import GEMM_FIELDS, serve, spin_wait
 
-        self.spin_wait = spin_wait
+        self.spin_wait, self.serve = spin_wait, serve
+        self.tasks = np.zeros((workers, GEMM_FIELDS), np.int64)  # native pieces (jit._spin)
         self.workers = workers
         self.cores = cores()
         self.go = np.zeros(workers, np.int64)
@@ -84,6 +86,7 @@ class _Crew:
         self.errors = [None] * workers
         self.lock = threading.Lock()  # one call's pieces at a time
         self.spin_rounds = _spin_rounds(spin_wait, SPIN_SECONDS)
+        self.native_runs = 0  # native pieces handed out (for tests and curious users)
         self.rounds = 0  # the current call's: spin_rounds, or 0 when it has more threads than
         # cores (a spinning thread would then take a core from one with work to do)
         for k in range(workers):
@@ -91,9 +94,10 @@ class _Crew:
                              name=f"tapejit-crew-{k}").start()
 
     def _serve(self, k):
-        go, done, wake, spin_wait = self.go, self.done, self.wake[k], self.spin_wait
+        go, done, wake, serve, tasks = self.go, self.done, self.wake[k], self.serve, self.tasks
         while True:
-            if spin_wait(go, k, self.rounds) == 0:  # nothing for a while: sleep
+            # (native pieces run inside serve, without the GIL; it returns for a Python one)
+            if serve(go, done, k, self.rounds, tasks) == 0:  # nothing for a while: sleep
                 self.asleep[k] = True
                 if go[k] == 0:
                     wake.wait()
@@ -111,16 +115,25 @@ class _Crew:
             if self.waiting[k]:
                 self.finished[k].set()
 
-    def run(self, fn, pieces):
+    def run(self, fn, pieces, native=None):
         """fn(*piece) for every piece: the first in this thread, the others on workers 0, 1, ...
-        at once. Raises the first error of any piece once all have finished."""
+        at once. Raises the first error of any piece once all have finished. `native`: per
+        piece, None or the fields of a native piece (``jit._spin.NATIVE``) that does what fn
+        would, which a worker then runs without the GIL (only while workers spin: this thread
+        waits for native pieces awake)."""
         n = len(pieces) - 1
         self.rounds = self.spin_rounds if n < self.cores else 0
+        native = native if native is not None and self.rounds else [None] * (n + 1)
         for k in range(n):
-            self.pieces[k] = (fn, pieces[k + 1])
             self.errors[k] = None
             self.done[k] = 0
-            self.go[k] = 1
+            if native[k + 1] is not None:
+                self.tasks[k] = native[k + 1]
+                self.native_runs += 1
+                self.go[k] = _NATIVE
+            else:
+                self.pieces[k] = (fn, pieces[k + 1])
+                self.go[k] = 1
             if self.asleep[k]:
                 self.wake[k].set()
         try:
@@ -128,7 +141,10 @@ class _Crew:
         finally:
             try:
                 for k in range(n):
-                    if self.spin_wait(self.done, k, self.rounds) == 0:
+                    if native[k + 1] is not None:  # (its worker sets no event: wait awake)
+                        while self.spin_wait(self.done, k, self.spin_rounds) == 0:
+                            pass
+                    elif self.spin_wait(self.done, k, self.rounds) == 0:
                         self.waiting[k] = True
                         while self.done[k] == 0:  # (a set left from an earlier piece: again)
                             self.finished[k].wait()
@@ -169,9 +185,10 @@ def crew(workers):
         return _CREW[0]
 
 
-def run_pieces(fn, pieces):
+def run_pieces(fn, pieces, native=None):
     """fn(*piece) for every piece: the first in this thread, the others on other threads at
-    once (the crew's; in turn in this thread while another call has the crew)."""
+    once (the crew's; in turn in this thread while another call has the crew). `native`: see
+    ``_Crew.run``."""
     if len(pieces) == 1:
         fn(*pieces[0])
         return
@@ -189,6 +206,6 @@ def run_pieces(fn, pieces):
             fn(*piece)
         return
     try:
-        c.run(fn, pieces)
+        c.run(fn, pieces, native)
     finally:
         c.lock.release()

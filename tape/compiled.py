@@ -32,6 +32,7 @@ import jit
 from jit.table import FAMILIES, OPCODE, TABLE
 
 from . import _guards, _persist
+from ._gemm import cached_native_pieces, native_pieces
 from ._threads import run_pieces, thread_count
 from ._backward import arena, batch_pieces, reverse_cuts, segment_bounds, sweep_segments
 from ._state import state
@@ -968,10 +969,15 @@ class _Variant:
         p = TABLE[A.code[c]]
         fn = _ESCAPE_VALUE[p.name]
         if fn is np.matmul and A.is_array[c]:  # straight into the row's buffer: no temporary
-            b, y = np.reshape(t.value(sb), shb), np.reshape(t.av[t.side_of[c]], shy)
+            vb, vy = t.value(sb), t.av[t.side_of[c]]
+            b, y = np.reshape(vb, shb), np.reshape(vy, shy)
             pieces = batch_pieces(p, sha, shb, shy, threads)
             if pieces:  # (each batch element one BLAS call, in whichever piece: the same bits)
-                run_pieces(lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=y[lo:hi]), pieces)
+                native = cached_native_pieces(t.native, (c, "forward"),
+                                              (t.value(sa), vb, vy, tuple(pieces)),
+                                              lambda: native_pieces(a, b, y, pieces))
+                run_pieces(lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=y[lo:hi]), pieces,
+                           native)
             else:
                 np.matmul(a, b, out=y)
             return
