@@ -34,7 +34,8 @@ from jit.table import FAMILIES, OPCODE, TABLE
 from . import _guards, _persist
 from ._gemm import cached_native_pieces, native_pieces
 from ._threads import run_pieces, thread_count
-from ._backward import arena, batch_pieces, reverse_cuts, segment_bounds, sweep_segments
+from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, segment_bounds,
+                        summed_operands, sweep_segments)
 from ._state import state
 from ._tensor import Tensor
 from .functional import _FreshTape
@@ -442,64 +443,13 @@ def _same_static(a, b):
         return False
 
 
-def _adjoint_takers(A, need):
-    """How many rows take each slot's adjoint (add to it in the reverse sweep)."""
-    a, b = A.R[:, 1], A.R[:, 2]
-    takes = np.concatenate([a[(need & 1) != 0], b[(need & 2) != 0]])
-    return np.bincount(takes[takes >= 0], minlength=len(A.sv))
-
-
-def _summed_operands(v, need, live, out):
-    """Escape row -> (slot u, sign, u's shape aligned to a's) where the rule's operand a is a row
-    ``x ± u`` (or ``u - x``) with u broadcast along a's rows (the product's M axis) and only u's
-    adjoint needed, and only the escape takes a's adjoint: u's adjoint is then the escape's a
-    adjoint summed over its rows, which the rule (``vjp_a_rows``) sums before its product (W2's
-    centring: the 2 MB adjoint of ``x - means`` and its 2.5 MFLOP product are never formed).
-    Row a is then not swept and holds no adjoint; updates `need` and `live`."""
-    A, t = v.A, v.t
-    count = _adjoint_takers(A, need)
-    family = _FAMILY_OF[A.code]
-    summed = {}
-    for c in v.escapes:
-        s = int(A.R[c, 1])
-        if TABLE[A.code[c]].vjp_a_rows is None or not need[c] & 1 or s == out or count[s] != 1:
-            continue
-        name = TABLE[A.code[s]].name
-        x, y = int(A.R[s, 1]), int(A.R[s, 2])
-        nd = need[s] & 3
-        if name not in ("add", "subtract") or nd not in (1, 2) or x < 0 or y < 0 or x == y:
-            continue
-        u = x if nd == 1 else y
-        sha = t.escapes[c][0]  # (a's shape as the product reads it: leading ones dropped)
-        if not A.is_array[u] or family[u] == _ESCAPE or len(sha) < 2:
-            continue
-        if _aligned(np.shape(t.value(s)), len(sha)) != sha:
-            continue
-        aligned = _aligned(np.shape(t.value(u)), len(sha))  # (u broadcasts to s: not None)
-        if aligned[-2] != 1:  # u not broadcast along the rows
-            continue
-        summed[c] = (u, -1.0 if name == "subtract" and u == y else 1.0, aligned)
-        need[s] = 0
-        live[s] = 0
-    return summed
-
-
-def _aligned(shape, n):
-    """`shape` broadcast-aligned to n axes: ones prepended, or leading ones dropped (None when
-    it has more than n axes that are not)."""
-    k = len(shape) - n
-    if k > 0:
-        return shape[k:] if all(d == 1 for d in shape[:k]) else None
-    return (1,) * -k + shape
-
-
 def _sole_contributions(A, need, escapes, out, summed):
     """Escape row -> operand bits (1: a, 2: b) whose adjoint that row's rule can write in place
     (``vjp_into``) and alone contributes to, an array slot other than the output's: the rule
     writes that block whole (``_run_escape``), so its reader need not zero it after reading.
-    `summed` (``_summed_operands``): those escapes add to u's adjoint, and not to a's."""
+    `summed` (``summed_operands``): those escapes add to u's adjoint, and not to a's."""
     a, b = A.R[:, 1], A.R[:, 2]
-    count = _adjoint_takers(A, need)
+    count = adjoint_takers(A, need)
     for u, _, _ in summed.values():
         count[u] += 1
     fresh = {}
@@ -587,7 +537,8 @@ class _Plan:
         n = self.rows = len(A.sv)
         root, live, need = _need_masks(v, nums)
         self.live, self.need = live, need
-        self.summed = {} if v.t.functions else _summed_operands(v, need, live, v.out._slot)
+        self.summed = {} if v.t.functions else summed_operands(v.t, A, need, live,
+                                                                {v.out._slot})
         stored = live
         self.split = []  # (first row, sum row) of the seeded runs worth threads
         if not v.t.functions:  # (a Function's rule reads and writes the arena in Python)

@@ -1,9 +1,11 @@
-"""A compiled tape's summed operands (``tape.compiled._summed_operands``): when a BLAS product's
-left factor is ``x ± u`` with u broadcast along the factor's rows, and only u's adjoint is
-needed, the plan sums the product's adjoint over the rows before multiplying (``vjp_a_rows``)
-and never forms the factor's adjoint. The sums come in another order than eager's, so gradients
-are compared within rounding (rtol 1e-12), against eager and against hand-derived formulas, and
-the plan is checked to take the path exactly where it should."""
+"""Summed operands (``tape._backward.summed_operands``): when a BLAS product's left factor is
+``x ± u`` with u broadcast along the factor's rows, and only u's adjoint is needed, the reverse
+sums the product's adjoint over the rows before multiplying (``vjp_a_rows``) and never forms the
+factor's adjoint. The eager backward and compiled plans both do it, so their gradients agree bit
+for bit where their forward values do (products, sums and squares; a transcendental function's
+kernel in the replay may differ from NumPy's by an ulp, and those cases are compared within
+rounding); they are checked against hand-derived formulas too, and the path is checked to be
+taken exactly where it should, and not where someone reads the factor's own gradient."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,9 +35,10 @@ def _close(got, want):
                                    atol=1e-12 * float(np.max(np.abs(b), initial=1.0)))
 
 
-def _check(f, args, argnums, summed):
+def _check(f, args, argnums, summed, exact=False):
     """Replay (twice, the second time with moved inputs) against eager; `summed`: whether the
-    plan should take the path."""
+    plan should take the path; `exact`: f's forward values are the same bits in both (no
+    transcendental functions), so the gradients must be too."""
     cf = tape.compile(f, *args, argnums=argnums)
     rng = np.random.default_rng(3)
     moved = [a * (1.0 + 0.1 * rng.normal(size=np.shape(a))) for a in args]
@@ -44,6 +47,11 @@ def _check(f, args, argnums, summed):
         v0, g0 = tape.value_and_grad(f, argnums=argnums)(*a)
         np.testing.assert_allclose(v, v0, rtol=1e-13)
         _close(g, g0)
+        if exact:
+            assert v == v0
+            for p, q in zip(g if isinstance(g, tuple) else (g,),
+                            g0 if isinstance(g0, tuple) else (g0,)):
+                np.testing.assert_array_equal(p, q)
     assert bool(_plan(cf).summed) == summed
     return cf
 
@@ -55,7 +63,7 @@ def _square_loss(x, mu, w):
 def test_hand_derived_centring():
     rng = np.random.default_rng(0)
     x, mu, w = rng.normal(size=(40, 6)), rng.normal(size=6), rng.normal(size=(6, 5))
-    cf = _check(_square_loss, (x, mu, w), (1, 2), summed=True)
+    cf = _check(_square_loss, (x, mu, w), (1, 2), summed=True, exact=True)
     _, (g_mu, g_w) = cf.value_and_grad(x, mu, w)
     c = x - mu
     y = c @ w
@@ -95,7 +103,7 @@ def test_batched_like_the_gaussian_mixture():
 def test_operand_broadcast_over_the_batch_too():
     rng = np.random.default_rng(4)
     x, mu, w = rng.normal(size=(3, 20, 4)), rng.normal(size=(1, 1, 4)), rng.normal(size=(3, 4, 2))
-    cf = _check(_square_loss, (x, mu, w), (1, 2), summed=True)
+    cf = _check(_square_loss, (x, mu, w), (1, 2), summed=True, exact=True)
     _, (g_mu, _) = cf.value_and_grad(x, mu, w)
     y = np.matmul(x - mu, w)
     _close((g_mu,), (-np.sum(2.0 * y @ np.swapaxes(w, -1, -2), axis=(0, 1), keepdims=True),))
@@ -136,7 +144,7 @@ def test_not_taken_where_it_does_not_hold(case):
         argnums = (1, 2)
     elif case == "only_b_needed":
         argnums = 2
-    _check(f, (x, mu, w), argnums,
+    _check(f, (x, mu, w), argnums, exact=True,
            summed=case == "same_operand")  # (mu - 2 mu) + x: u is that row, broadcast: taken
 
 
@@ -170,7 +178,7 @@ def test_random_shapes(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
     x, u = rng.normal(size=batch + (m, k)), rng.normal(size=u_shape)
     w = rng.normal(size=data.draw(st.sampled_from([batch, ()])) + (k, n))
-    _check(_square_loss, (x, u, w), (1, 2), summed=True)
+    _check(_square_loss, (x, u, w), (1, 2), summed=True, exact=True)
 
 
 def test_batch_in_threads_and_a_saved_tape(tmp_path):
@@ -194,3 +202,57 @@ def test_batch_in_threads_and_a_saved_tape(tmp_path):
     assert v == values[1]
     _close(g, (g_mu[1], g_w[1]))
     assert _plan(loaded).summed and _plan(cf).summed
+
+
+def _factor_loss(mu, w, x):
+    c = x[None, :, :] - mu[:, None, :]
+    y = np.matmul(c, w)
+    return c, y, np.sum(y * y)
+
+
+def _leaves(rng):
+    """(mu, w) as leaf tensors, x, and (mu, w) as arrays."""
+    x, mu, w = rng.normal(size=(30, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 4, 2))
+    return (tape.tensor(mu, requires_grad=True), tape.tensor(w, requires_grad=True), x,
+            (mu, w))
+
+
+def _hand_derived(mu, w, x):
+    c = x[None] - mu[:, None]
+    y = c @ w
+    g_c = 2.0 * y @ np.swapaxes(w, -1, -2)
+    return g_c, -np.sum(g_c, axis=1), np.swapaxes(c, -1, -2) @ (2.0 * y)
+
+
+def test_eager_backward_sums_before_the_product_and_frees_the_tape():
+    mu, w, x, values = _leaves(np.random.default_rng(9))
+    _, _, loss = _factor_loss(mu, w, x)
+    loss.backward()
+    _, g_mu, g_w = _hand_derived(*values, x)
+    _close((mu.grad, w.grad), (g_mu, g_w))
+    cf = tape.compile(lambda mu, w: _factor_loss(mu, w, x)[2], *values, argnums=(0, 1))
+    _, g = cf.value_and_grad(*values)
+    np.testing.assert_array_equal(g[0], mu.grad)  # the same sums: the same bits
+    np.testing.assert_array_equal(g[1], w.grad)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_eager_hook_on_the_factor_sees_its_gradient():
+    """Someone reads the factor's own gradient (a hook, retain_grad): it is formed."""
+    mu, w, x, values = _leaves(np.random.default_rng(10))
+    c, _, loss = _factor_loss(mu, w, x)
+    seen = []
+    c.register_hook(lambda g: seen.append(g.copy()))
+    c.retain_grad()
+    loss.backward()
+    g_c, g_mu, g_w = _hand_derived(*values, x)
+    _close((seen[0], c.grad, mu.grad, w.grad), (g_c, g_c, g_mu, g_w))
+
+
+def test_eager_grad_of_the_factor_itself():
+    mu, w, x, values = _leaves(np.random.default_rng(11))
+    c, _, loss = _factor_loss(mu, w, x)
+    got = tape.autograd.grad(loss, [c, mu])
+    g_c, g_mu, _ = _hand_derived(*values, x)
+    _close(got, (g_c, g_mu))
