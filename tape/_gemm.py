@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_NO_TRANS, _TRANS = 111, 112  # CBLAS's (jit._spin.gemm_batch calls row-major, 101)
 _ADDRESS = []  # [cblas_dgemm's address, or 0 where NumPy's BLAS is not one we can call]
 _CHECKED = {}  # layout -> whether its native calls gave np.matmul's bits
 
@@ -34,8 +34,11 @@ def _find_dgemm():
 
     if numba_config.DISABLE_JIT:  # (the native calls are jitted code)
         return 0
-    config = np.show_config(mode="dicts") if hasattr(np, "show_config") else {}
-    blas = config.get("Build Dependencies", {}).get("blas", {})
+    try:
+        config = np.show_config(mode="dicts")
+    except (AttributeError, TypeError):  # (NumPy before 1.26 has no such mode)
+        return 0
+    blas = (config or {}).get("Build Dependencies", {}).get("blas", {})
     if blas.get("name") != "scipy-openblas" or "USE64BITINT" not in blas.get(
             "openblas configuration", ""):
         return 0

@@ -8,6 +8,9 @@ after each piece, wait for the next one awake for SPIN_SECONDS, in a jitted loop
 GIL (``jit._spin``), and only then sleep. The caller waits for its workers the same way. This is
 what OpenMP runtimes and OpenBLAS do with their own threads. A crew spins only when it and its
 caller fit on the cores this process may use; more pieces than cores wait asleep, as in a pool.
+A piece that is plain BLAS calls (a split matmul's: ``tape._gemm``) can be handed over as
+integers, and a worker then makes the calls inside its jitted wait loop: it never waits for the
+GIL, where a Python piece waits ~40-60 us for its turn.
 """
 from __future__ import annotations
 
