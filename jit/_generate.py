@@ -451,12 +451,14 @@ def seed_pass(R, S, IA, need, keep, first):
     the run is read inside the run only, and no row after the sum reads an operand whose
     adjoint the run makes (a needed one-element operand's too). Then, block by block, the
     forward computes the run's rows, the block's share of the sum, and the rows back from a
-    unit seed, with values and adjoints in scratch (``_forward_seeded_run``), and leaves the
-    run's input adjoints for the unit seed in the arena; the reverse sweep scales them by the
+    seed (the sum's adjoint on the last call, ``_seed_cell``; 1 on the first), with values and
+    adjoints in scratch (``_forward_seeded_run``), and leaves the
+    run's input adjoints for that seed in the arena; the reverse sweep scales them by the
     sum's adjoint, or sweeps the run again where scaling would round (``_reverse_seeded``).
-    Only a call that sweeps the whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
-    (their adjoints must be in the arena: run it before local_pass), and the first row of the
-    run in first[sum]. Returns the count."""
+    Only sums whose adjoint is the same on every call are seeded (``_steady_adjoints``). Only
+    a call that sweeps the whole tape both ways does this; others run the rows as usual. Marks
+    those inputs in keep (their adjoints must be in the arena: run it before local_pass), and
+    the first row of the run in first[sum]. Returns the count."""
     rows = R.shape[0]
     last = np.full(rows, -1, np.int64)  # the last row that reads each slot
     for j in range(rows):
@@ -1385,8 +1387,8 @@ def _adjoint_factors() -> str:
         elif p.name in linear.get(p.family, ()):
             flags[0] = 1
         rows.append("[" + ", ".join(map(str, flags)) + "]")
-    return ("\n\n# an operand's adjoint as its row's adjoint times a constant (1), or a function of\n"
-            "# the other operand (2) (_adjoint_factors)\n"
+    return ("\n\n# an operand's adjoint as its row's adjoint times a constant (1), or a\n"
+            "# function of the other operand (2) (_adjoint_factors)\n"
             f"_FACTOR = np.array([{', '.join(rows)}], dtype=np.int64)\n")
 
 

@@ -158,9 +158,10 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from `seed` on the last
     one (the seed in the sum's seed cell; the sum's own adjoint when ``_reverse_seeded`` sweeps
-    the run again). Values
-    and adjoints of the run's rows live in scratch, so only the inputs' adjoints reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
-    from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
+    the run again). Values and adjoints of the run's rows live in scratch, so only the inputs'
+    adjoints reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum,
+    combined from its leaves in NumPy's order afterwards, has the bits of the row's own sum
+    kernel.
     With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
     part[2] for the caller to combine; the sum row's value is not written.

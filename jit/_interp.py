@@ -394,8 +394,8 @@ def _block_value(s, one, VA, b0):
 _READS = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 1, 1, 0], [0, 1, 0, 1], [1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 1], [1, 0, 0, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64)
 
 
-# an operand's adjoint as its row's adjoint times a constant (1), or a function of
-# the other operand (2) (_adjoint_factors)
+# an operand's adjoint as its row's adjoint times a constant (1), or a
+# function of the other operand (2) (_adjoint_factors)
 _FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1], [1, 1], [2, 2], [2, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=np.int64)
 
 
@@ -1459,12 +1459,14 @@ def seed_pass(R, S, IA, need, keep, first):
     the run is read inside the run only, and no row after the sum reads an operand whose
     adjoint the run makes (a needed one-element operand's too). Then, block by block, the
     forward computes the run's rows, the block's share of the sum, and the rows back from a
-    unit seed, with values and adjoints in scratch (``_forward_seeded_run``), and leaves the
-    run's input adjoints for the unit seed in the arena; the reverse sweep scales them by the
+    seed (the sum's adjoint on the last call, ``_seed_cell``; 1 on the first), with values and
+    adjoints in scratch (``_forward_seeded_run``), and leaves the
+    run's input adjoints for that seed in the arena; the reverse sweep scales them by the
     sum's adjoint, or sweeps the run again where scaling would round (``_reverse_seeded``).
-    Only a call that sweeps the whole tape both ways does this; others run the rows as usual. Marks those inputs in keep
-    (their adjoints must be in the arena: run it before local_pass), and the first row of the
-    run in first[sum]. Returns the count."""
+    Only sums whose adjoint is the same on every call are seeded (``_steady_adjoints``). Only
+    a call that sweeps the whole tape both ways does this; others run the rows as usual. Marks
+    those inputs in keep (their adjoints must be in the arena: run it before local_pass), and
+    the first row of the run in first[sum]. Returns the count."""
     rows = R.shape[0]
     last = np.full(rows, -1, np.int64)  # the last row that reads each slot
     for j in range(rows):
@@ -2741,9 +2743,10 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from `seed` on the last
     one (the seed in the sum's seed cell; the sum's own adjoint when ``_reverse_seeded`` sweeps
-    the run again). Values
-    and adjoints of the run's rows live in scratch, so only the inputs' adjoints reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum, combined
-    from its leaves in NumPy's order afterwards, has the bits of the row's own sum kernel.
+    the run again). Values and adjoints of the run's rows live in scratch, so only the inputs'
+    adjoints reach memory. Blocks end where NumPy's pairwise summation has a leaf, so the sum,
+    combined from its leaves in NumPy's order afterwards, has the bits of the row's own sum
+    kernel.
     With part = (k, T > 1) this is worker k of T threads: it takes the k-th of the T pieces at
     the top of NumPy's pairwise recursion (``_pairwise_piece``) and leaves that piece's sum in
     part[2] for the caller to combine; the sum row's value is not written.

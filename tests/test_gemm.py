@@ -6,6 +6,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tape
 from jit._spin import gemm_batch
@@ -44,6 +46,40 @@ def test_native_calls_give_matmuls_bits(k):
     np.testing.assert_array_equal(_native(a, b), np.matmul(a, b), err_msg=name)
     task = _gemm.gemm_task(a, b, np.empty(a.shape[:2] + b.shape[2:]))
     assert _gemm.checked(task, a, b)
+
+
+@st.composite
+def _operand(draw, batch, rows, cols):
+    """A 3-D float64 view (batch, rows, cols): row- or column-major matrices, maybe padded,
+    maybe every other batch element, maybe an inner stride that is not one."""
+    pad = draw(st.integers(0, 3))
+    transposed = draw(st.booleans())
+    skip = draw(st.sampled_from([1, 2]))
+    inner = draw(st.sampled_from([1, 1, 1, 2]))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    if transposed:
+        base = rng.normal(size=(batch * skip, cols, (rows + pad) * inner))
+        x = np.swapaxes(base[::skip, :, : rows * inner : inner], 1, 2)
+    else:
+        base = rng.normal(size=(batch * skip, rows, (cols + pad) * inner))
+        x = base[::skip, :, : cols * inner : inner]
+    return x
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_any_described_layout_gives_matmuls_bits(data):
+    """Whatever layout gemm_task describes, its calls give np.matmul's bits."""
+    batch, m, k, n = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 9)),
+                      data.draw(st.integers(1, 9)), data.draw(st.integers(1, 9)))
+    a = data.draw(_operand(batch, m, k))
+    b = data.draw(_operand(batch, k, n))
+    out = np.full((batch, m, n), np.nan)
+    task = _gemm.gemm_task(a, b, out)
+    if task is None:
+        return
+    gemm_batch(task)
+    np.testing.assert_array_equal(out, np.matmul(a, b))
 
 
 def test_layouts_numpy_calls_otherwise_are_not_described():
