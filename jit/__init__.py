@@ -13,9 +13,10 @@ CLEAR = 4
 # row, so it lives in a block-sized scratch, never in the arena (set by ``local_pass``)
 LOCAL = 8
 # need bit 16, on a full sum that closes a forward run: when one call sweeps the whole tape both
-# ways, the run's reverse is done inside its forward, block by block, from a unit seed, and the
-# reverse sweep scales the result by the sum's adjoint when that is exact (a power of two), else
-# sweeps the run again from that adjoint (set by ``seed_pass``)
+# ways, the run's reverse is done inside its forward, block by block, from the sum's adjoint on
+# the last call (1 on the first), and the reverse sweep scales the result by a power of two or
+# sweeps the run again from the real adjoint (set by ``seed_pass``, for sums whose adjoint is
+# the same on every call)
 SEEDED = 16
 # need bits 32 / 64: the row alone adds to operand a's / b's adjoint (an escape row's, whose rule
 # reads it): the sweep zeroes that block just before adding, while in cache, in place of the
