@@ -166,3 +166,30 @@ def test_compiled_split_matmul_uses_native_pieces(monkeypatch):
             np.testing.assert_array_equal(p, q)
         if _threads.cores() > 1:
             assert crew.native_runs == before + 2  # the forward product and a^T g
+
+
+class _FailedChecks(dict):
+    def get(self, key, default=None):
+        return False  # as if every layout's check had failed
+
+
+def test_a_layout_that_fails_its_check_stays_a_python_piece(monkeypatch):
+    """Where the native calls of a layout did not give np.matmul's bits (another NumPy's
+    choices), every piece is made in Python: the same results, no native piece."""
+    from tape import _backward
+
+    monkeypatch.setattr(_backward, "THREAD_FLOPS", 1000)
+    monkeypatch.setattr(_gemm, "_CHECKED", _FailedChecks())
+    rng = np.random.default_rng(5)
+    mu, L, x = rng.normal(size=(4, 6)), rng.normal(size=(4, 6, 6)), rng.normal(size=(200, 6))
+    one = tape.compile(gmm_like, mu, L, x, argnums=(0, 1), threads=1)
+    two = tape.compile(gmm_like, mu, L, x, argnums=(0, 1), threads=2)
+    crew = _threads.crew(1)
+    before = crew.native_runs
+    for _ in range(2):  # (without the failed checks, each call makes two native pieces)
+        v1, g1 = one.value_and_grad(mu, L, x)
+        v2, g2 = two.value_and_grad(mu, L, x)
+        assert v1 == v2
+        for p, q in zip(g1, g2):
+            np.testing.assert_array_equal(p, q)
+    assert crew.native_runs == before
