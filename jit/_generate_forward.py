@@ -441,10 +441,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     both ways, so runs closed by a SEEDED sum also sweep their reverse (``_forward_seeded_run``)."""
     # scratch for operands broadcast through an index map (2 per element), allocated once:
     # growing it inside the loop would make Numba refcount it on every row
-    m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
-    W = np.empty(2 * m)
+    W = _index_scratch(S)
     pR = _addr(R)  # rows by raw address (see _reverse_rows)
     i = lo - 1
     while i < hi - 1:
@@ -471,9 +468,9 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                 continue
             if e > i + 1:
                 if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    seed = 1.0
-                    if (need[e] & VALUES) == 0 and G[_seed_cell(R, G, e)] != 0.0:
-                        seed = G[_seed_cell(R, G, e)]  # (the sum's adjoint on the last call)
+                    seed = 1.0  # (a value-only plan has no arena)
+                    if (need[e] & VALUES) == 0:
+                        seed = _seed_of(R, G, e)
                     _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
                     i = e
                     continue

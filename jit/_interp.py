@@ -1546,6 +1546,23 @@ def _seed_cell(R, G, e):
     return G.shape[0] - R.shape[0] + e
 
 
+@njit(error_model="numpy", inline="always")
+def _seed_of(R, G, e):
+    """The seed in seeded sum e's seed cell: the sum's adjoint on the last call, or 1.0."""
+    seed = G[_seed_cell(R, G, e)]
+    return seed if seed != 0.0 else 1.0
+
+
+@njit(error_model="numpy", inline="always")
+def _index_scratch(S):
+    """Scratch for operands broadcast through an index map: 2 per element of the largest
+    row."""
+    m = 1
+    if S.shape[0] > 0:
+        m = max(m, S[:, 0].max())
+    return np.empty(2 * m)
+
+
 @njit(error_model="numpy")
 def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     """The reverse of the full sum at row e and of the seeded run it closes: the forward left
@@ -1563,8 +1580,7 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     top = e - 1
     n = S[R[top, 3], 0]
     r0 = _forward_run_start(R, S, top, n)
-    cell = _seed_cell(R, G, e)
-    seed = G[cell] if G[cell] != 0.0 else 1.0
+    seed = _seed_of(R, G, e)
     if g == seed:  # the usual case: nothing to scale
         return r0
     ratio = g / seed
@@ -1576,9 +1592,9 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
         for j in range(S[R[s, 3], 0] if R[s, 3] >= 0 else 1):  # (one element or n)
             _st(pG, o + j, _ld(pG, o + j) * ratio if exact else 0.0)
     if not exact:
-        W = np.empty(2 * max(1, S[:, 0].max()))  # (as _forward_rows's)
-        _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, e, n, np.zeros(3), g)
-        G[cell] = g
+        _forward_seeded_run(R, S, VA, GO, G, IA, FA, _index_scratch(S), need, r0, e, n,
+                            np.zeros(3), g)
+        G[_seed_cell(R, G, e)] = g
     return r0
 
 
@@ -3145,10 +3161,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     both ways, so runs closed by a SEEDED sum also sweep their reverse (``_forward_seeded_run``)."""
     # scratch for operands broadcast through an index map (2 per element), allocated once:
     # growing it inside the loop would make Numba refcount it on every row
-    m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
-    W = np.empty(2 * m)
+    W = _index_scratch(S)
     pR = _addr(R)  # rows by raw address (see _reverse_rows)
     i = lo - 1
     while i < hi - 1:
@@ -3175,9 +3188,9 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                 continue
             if e > i + 1:
                 if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    seed = 1.0
-                    if (need[e] & VALUES) == 0 and G[_seed_cell(R, G, e)] != 0.0:
-                        seed = G[_seed_cell(R, G, e)]  # (the sum's adjoint on the last call)
+                    seed = 1.0  # (a value-only plan has no arena)
+                    if (need[e] & VALUES) == 0:
+                        seed = _seed_of(R, G, e)
                     _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
                     i = e
                     continue

@@ -26,7 +26,6 @@ SPIN_SECONDS = 2e-3
 _POOL = []  # [workers, executor, pid]
 _CREW = []  # [crew, pid]
 _CREW_LOCK = threading.Lock()
-_NATIVE = 2  # go[k] of a native piece (jit._spin.NATIVE)
 
 
 def cores():
@@ -73,9 +72,9 @@ class _Crew:
     GIL while the other holds it sleeps, and waking costs as much as the spin saves."""
 
     def __init__(self, workers):
-        from jit._spin import GEMM_FIELDS, serve, spin_wait
+        from jit._spin import GEMM_FIELDS, NATIVE, serve, spin_wait
 
-        self.spin_wait, self.serve = spin_wait, serve
+        self.spin_wait, self.serve, self.native_flag = spin_wait, serve, NATIVE
         self.tasks = np.zeros((workers, GEMM_FIELDS), np.int64)  # native pieces (jit._spin)
         self.workers = workers
         self.cores = cores()
@@ -133,7 +132,7 @@ class _Crew:
             if native[k + 1] is not None:
                 self.tasks[k] = native[k + 1]
                 self.native_runs += 1
-                self.go[k] = _NATIVE
+                self.go[k] = self.native_flag
             else:
                 self.pieces[k] = (fn, pieces[k + 1])
                 self.go[k] = 1
