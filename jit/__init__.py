@@ -27,7 +27,8 @@ FRESH_B = 64
 # values in scratch and its sum, and no reverse (tape.compiled's value calls)
 VALUES = 128
 
-ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass", "sweep")
+ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
+                "reverse_run_pass", "sweep")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 

@@ -308,11 +308,27 @@ def _run_scratch(R, need, r0, r1):
     return block, nblocks
 
 
+@njit(error_model="numpy")
+def _block_share(n, bs, part):
+    """Elements lo..hi-1 of a blocked run of n elements in blocks of bs that its worker sweeps:
+    all of them, or with part = (k, T > 1) the k-th of T shares of the blocks (whole blocks,
+    so whole lines when bs holds whole lines)."""
+    if part[1] <= 1:
+        return 0, n
+    T = int(part[1])
+    k = int(part[0])
+    blocks = (n + bs - 1) // bs
+    return min(n, blocks * k // T * bs), min(n, blocks * (k + 1) // T * bs)
+
+
 @njit(error_model="numpy", inline="always")
-def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
+def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
     """Rows r1-1 down to r0, block by block: each element's adjoint gets its terms in the same
     order as row by row, so the result is the same to the bit. Local adjoints (need bit LOCAL)
-    live in scratch blocks, addressed from G's base like the arena, and are zeroed once read."""
+    live in scratch blocks, addressed from G's base like the arena, and are zeroed once read.
+    With part = (k, T > 1) this is worker k of T threads, on its share of the blocks (the run's
+    rows add to no one-element operand: ``_reverse_run_start``, so the shares touch disjoint
+    adjoints)."""
     block, nblocks = _run_scratch(R, need, r0, r1)
     scratch = np.zeros(max(nblocks, 1) * BLOCK)
     base = (_addr(scratch) - _addr(G)) // 8  # element offset of the scratch from G's data
@@ -323,8 +339,9 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
     bs = BLOCK
     if lines > 0:  # blocks of whole lines, as the forward's (``_forward_run``)
         bs = BLOCK // lines * lines
-    for b0 in range(0, n, bs):
-        m = min(bs, n - b0)
+    lo, hi = _block_share(n, bs, part)
+    for b0 in range(lo, hi, bs):
+        m = min(bs, hi - b0)
         for i in range(r1 - 1, r0 - 1, -1):
             nd = need[i]
             if nd == 0:
@@ -354,8 +371,8 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n):
             _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
-    if lines > 0 and need[top] & CLEAR:  # the sum's adjoint, read by every block
-        _clear(G, GO[top], n // lines)
+    if lines > 0 and need[top] & CLEAR:  # the sum's adjoint, read by every block (of the share)
+        _clear(G, GO[top] + lo // lines, (hi - lo) // lines)
     # keep the scratch alive past its last raw-address use
     scratch[0] = 0.0
 
@@ -386,14 +403,16 @@ def _spread(G, ga, gs, b0, m, lines):
             _st(pG, o + j, _ld(pG, o + j) + g)
 
 
-SIG_RUN_PASS = "int64(int64[:, ::1], int64[:, ::1], int64, int64, int64, int64[:, ::1])"
+SIG_RUN_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64, int64, int64, "
+                "int64[:, ::1])")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def run_pass(R, S, lo, hi, min_size, runs):
+def run_pass(R, S, IA, lo, hi, min_size, runs):
     """The blocked runs that a forward sweep of rows lo..hi-1 (not seeded) meets, as
     ``_forward_rows`` finds them, of at least min_size elements each: (first row, one past the
-    last) into runs. Returns their count (a threaded driver splits them: see sweep's part)."""
+    last, which takes in the sum that closes the run over lines) into runs. Returns their count
+    (a threaded driver splits them: see sweep's part)."""
     count = 0
     i = lo
     while i < hi:
@@ -402,6 +421,8 @@ def run_pass(R, S, lo, hi, min_size, runs):
             n = S[k, 0]
             if n >= MIN_RUN_SIZE and _elementwise(R[i, 0], k, S):
                 e = _forward_run_end(R, S, i, hi, n)
+                if e < hi and _closing_sum(R, S, IA, e) > 0:
+                    e += 1  # (even a run of one row)
                 if e > i + 1:
                     if n >= min_size and count < runs.shape[0]:
                         runs[count, 0] = i
@@ -410,6 +431,34 @@ def run_pass(R, S, lo, hi, min_size, runs):
                     i = e
                     continue
         i += 1
+    return count
+
+
+SIG_REVERSE_RUN_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], int64, "
+                        "int64, int64, int64[:, ::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def reverse_run_pass(R, S, IA, need, lo, hi, min_size, runs):
+    """The blocked runs that a reverse sweep of rows hi-1 down to lo (not seeded) meets, as
+    ``_reverse_rows`` finds them, of at least min_size elements each: (first row, one past the
+    last) into runs, the highest first. Returns their count (a threaded driver splits them: see
+    sweep's part). A run topped by a SEEDED sum is left out: a split sweep's workers are
+    seeded."""
+    count = 0
+    i = hi
+    while i > lo:
+        i -= 1
+        nd = need[i]
+        if nd == 0 or R[i, 3] < 0:
+            continue
+        s, n = _reverse_run_at(R, S, IA, need, lo, i)
+        if s < i:
+            if n >= min_size and nd & SEEDED == 0 and count < runs.shape[0]:
+                runs[count, 0] = s
+                runs[count, 1] = i + 1
+                count += 1
+            i = s
     return count
 
 
@@ -828,9 +877,11 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver).
-    `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``)."""
+    `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``).
+    `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
+    this is worker k's share."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -853,7 +904,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded):
             continue
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
-            _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n)
+            _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part)
             i = s
             continue
         n = S[k, 0]
@@ -1356,13 +1407,14 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     forward when the call sweeps the whole tape both ways); T >= 1 for one step of a call split
     by a threaded driver, in which SEEDED sums always do, and worker k of T > 1 sweeps its piece
     of one seeded run and leaves the piece's sum in out (``_forward_seeded_run``), or its share
-    of the blocks of one plain forward run (``_forward_run``)."""
+    of the blocks of one plain forward run (``_forward_run``; with the sum that closes it over
+    lines), or of one reverse run (``_reverse_run``)."""
     rows = R.shape[0]
     seeded = part[1] > 0 or (flo == 0 and fhi == rows and rlo == 0 and rhi == rows)
     if fhi > flo:
         _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
-        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded)
+        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part)
 
 
 # placeholders for the range a call leaves empty, and the part of a call on its own
@@ -1372,9 +1424,10 @@ _NO_NEED = np.zeros(1, np.uint8)
 WHOLE = np.zeros(3)
 
 
-def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
-    """``sweep`` with an empty forward range: adjoints through rows hi-1 down to lo."""
-    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi, WHOLE)
+def reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, part=WHOLE):
+    """``sweep`` with an empty forward range: adjoints through rows hi-1 down to lo (`part`:
+    see sweep)."""
+    sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, 0, lo, hi, part)
 
 
 def forward_sweep(R, S, VA, sv, IA, FA, lo, hi, part=WHOLE):

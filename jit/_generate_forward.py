@@ -122,17 +122,10 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
     lines > 0: row r1 sums the last axis of row r1-1, `lines` elements at a time
     (``_closing_sum``); blocks then hold whole lines, and each line is summed from the block
     while in cache, with the row's own arithmetic (``_pairwise_leaf``)."""
-    lo = 0
-    hi = n
     bs = BLOCK
     if lines > 0:
         bs = BLOCK // lines * lines
-    if part[1] > 1:
-        T = int(part[1])
-        k = int(part[0])
-        blocks = (n + bs - 1) // bs
-        lo = min(n, blocks * k // T * bs)
-        hi = min(n, blocks * (k + 1) // T * bs)
+    lo, hi = _block_share(n, bs, part)
     for b0 in range(lo, hi, bs):
         m = min(bs, hi - b0)
         for i in range(r0, r1):
@@ -460,7 +453,7 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         if n >= MIN_RUN_SIZE and _elementwise(code, k, S):
             e = _forward_run_end(R, S, i, hi, n)
             lines = 0
-            if e < hi and part[1] <= 1:
+            if e < hi:  # (a worker of a split run sums the lines of its blocks)
                 lines = _closing_sum(R, S, IA, e)
             if lines > 0:  # the run and the sum of its last row's lines (even a run of one)
                 _forward_run(R, S, VA, IA, W, i, e, n, part, lines)

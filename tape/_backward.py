@@ -243,7 +243,7 @@ def reverse_cuts(t, need, hooked=(), hubs=()):
 
 
 def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=None,
-                   summed=None, threads=1):
+                   summed=None, threads=1, runs=None):
     """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
@@ -253,11 +253,20 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     (a compiled tape's arena is clean for its next call). `summed` maps an escape row to the
     operand whose adjoint its a adjoint, summed over its rows, is (``summed_operands``).
     `threads`: how many threads an escape's rule may split its work among (``compile``'s
-    argument, ``_run_escape``)."""
+    argument, ``_run_escape``), and, with `runs` (runs(lo, hi): the large blocked runs of a
+    segment, highest first), each of those runs' blocks (the same bits: each element's
+    adjoint gets the same terms in the same order)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
+    T = thread_count(threads) if runs is not None and threads != 1 else 1
 
     def sweep(lo, hi):
+        for r0, r1 in runs(lo, hi) if T > 1 else ():
+            jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, r1, hi)
+            run_pieces(lambda part: jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA,
+                                                      need, r0, r1, part),  # noqa: B023
+                       [(np.array([k, T, 0.0]),) for k in range(T)])
+            hi = r0
         jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi)
 
     unpacker = _Unpacker(t, A, need) if t.packed else None

@@ -579,6 +579,7 @@ class _Plan:
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.dirty = True
         self.args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)  # sweep's first nine
+        self.reverse_runs = _reverse_runs(A, need)
         s = v.out._slot
         self.seed_at = (int(GO[s]), int(GO[s]) + int(A.size[s])) if live[s] else None
         self.grads = []  # (slot or None, shape, lo, hi) per input of nums
@@ -593,6 +594,23 @@ class _Plan:
         self.large = list(dict.fromkeys(
             s for s, _, lo, hi in self.grads if s is not None and A.is_array[s]
             and hi - lo >= ZERO_COPY_SIZE and s != v.out._slot))
+
+
+def _reverse_runs(A, need):
+    """runs(lo, hi): the blocked runs of THREAD_SIZE or more elements that a reverse sweep of
+    rows lo..hi-1 with `need` meets, highest first, found once per range (``sweep_segments``
+    splits them among threads)."""
+    found = {}
+
+    def runs(lo, hi):
+        r = found.get((lo, hi))
+        if r is None:
+            buf = np.empty(((hi - lo) // 2 + 1, 2), np.int64)
+            count = jit.reverse_run_pass(A.R, A.S, A.IA, need, lo, hi, THREAD_SIZE, buf)
+            r = found[lo, hi] = [(int(r0), int(r1)) for r0, r1 in buf[:count]]
+        return r
+
+    return runs
 
 
 def _hand_out(p, direct=None):
@@ -894,7 +912,7 @@ class _Variant:
         A, runs = self.A, []
         found = np.empty((len(A.sv) // 2 + 1, 2), np.int64)
         for lo, hi in zip([0] + [c + 1 for c in self.cuts], self.cuts + [len(A.sv)]):
-            count = jit.run_pass(A.R, A.S, lo, hi, THREAD_SIZE, found)
+            count = jit.run_pass(A.R, A.S, A.IA, lo, hi, THREAD_SIZE, found)
             runs += [(int(r0), int(e)) for r0, e in found[:count]]
         return runs
 
@@ -982,7 +1000,8 @@ class _Variant:
         if self.escapes or self.t.functions:  # their backward rules run in Python
             hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
             sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False,
-                           fresh=p.fresh, summed=p.summed, threads=threads)
+                           fresh=p.fresh, summed=p.summed, threads=threads,
+                           runs=p.reverse_runs)
         else:  # one jitted call: nothing to run in Python between segments
             direct = self._direct_gradients(p) if p.large else direct
             threads = thread_count(threads) if forward and p.split else 1

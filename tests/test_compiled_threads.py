@@ -258,3 +258,42 @@ def test_which_matmuls_split():
         assert batch_pieces(mm, sha, shb, shy, threads) is None
     assert batch_pieces(TABLE[OPCODE["solve"]], (4, big, big), (4, big, big), (4, big, big),
                         2) is None
+
+
+def lines_run(mu, L, s, x):
+    """A batched matmul, then a run of several rows (values and adjoints kept in scratch) closed
+    by a sum over lines, with a needed 0-d factor outside the run (its adjoint sums every term)."""
+    z = (x[None, :, :] - mu[:, None, :]) @ L
+    q = np.sum(np.tanh(z) * z * 0.5 + z * z, axis=2) * s
+    return np.sum(np.log(np.sum(np.exp(-q), axis=0)))
+
+
+@pytest.mark.parametrize("f", [gmm_like, lines_run])
+@pytest.mark.parametrize("k, n, d", [(5, 300, 4), (3, 1000, 10), (4, 517, 7), (2, 40, 128)])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_runs_closed_over_lines_split_same_bits(small_runs, f, k, n, d, threads):
+    """Around a batched matmul (its forward and reverse sweeps run in segments), a large run
+    closed by a sum over lines is split among threads both ways, each on whole blocks of whole
+    lines: the bits of one thread, call after call."""
+    rng = np.random.default_rng(k * n + d)
+    mu, x = rng.normal(size=(k, d)), rng.normal(size=(n, d))
+    L = rng.normal(size=(k, d, d)) / d  # (q of order 1: no exp underflows to 0)
+    args = (mu, L, x) if f is gmm_like else (mu, L, 0.7, x)
+    nums = (0, 1) if f is gmm_like else (0, 1, 2)
+    one = tape.compile(f, *args, argnums=nums, threads=1)
+    many = tape.compile(f, *args, argnums=nums, threads=threads)
+    for call in (args, tuple(-0.5 * a for a in args[:-1]) + (x,)):
+        _same(_calls(one, call), _calls(many, call))
+        assert one(*call) == many(*call)
+    v = next(reversed(many.variants.values()))
+    A = v.A
+    assert any(int(A.code[e - 1]) == tape.compiled.OPCODE["sum"] for _, e in v._runs)
+    p = v._plan(many.nums)
+    found = [p.reverse_runs(lo, hi) for lo, hi in
+             compiled.segment_bounds(len(A.sv), *compiled.reverse_cuts(v.t, p.need))]
+    assert any(found)  # there was a reverse run to split
+    value, g = tape.value_and_grad(f, argnums=nums)(*args)
+    v2, g2 = many.value_and_grad(*args)
+    assert v2 == pytest.approx(value, rel=1e-13)
+    for a, b in zip(g2, g):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
