@@ -37,6 +37,8 @@ def test_each_entry_point_has_exactly_one_signature():
     tape.compile(lambda x: np.sum(np.exp(x)), np.ones(3)).grad(np.ones(3))  # local_pass
     m = np.ones((40, 40))  # run_pass: the forward of a tape with an escape (replay)
     tape.compile(lambda m: np.sum(np.exp(m @ m)), m)(m)
+    # reverse_run_pass: the reverse of a tape with an escape, split among threads
+    tape.compile(lambda m: np.sum(np.exp(m @ m)), m, threads=2).grad(m)
     for name in jit.ENTRY_POINTS:
         fn = getattr(_interp, name)
         expected = getattr(_interp, "SIG_" + name.upper())
