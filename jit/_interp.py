@@ -1443,22 +1443,26 @@ def run_pass(R, S, IA, lo, hi, min_size, runs):
 
 
 SIG_REVERSE_RUN_PASS = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], uint8[::1], int64, "
-                        "int64, int64, int64[:, ::1])")
+                        "int64, int64, int64, int64[:, ::1])")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def reverse_run_pass(R, S, IA, need, lo, hi, min_size, runs):
-    """The blocked runs that a reverse sweep of rows hi-1 down to lo (not seeded) meets, as
-    ``_reverse_rows`` finds them, of at least min_size elements each: (first row, one past the
-    last) into runs, the highest first. Returns their count (a threaded driver splits them: see
-    sweep's part). A run topped by a SEEDED sum is left out: a split sweep's workers are
-    seeded."""
+def reverse_run_pass(R, S, IA, need, lo, hi, seeded, min_size, runs):
+    """The blocked runs that a reverse sweep of rows hi-1 down to lo (`seeded`: see
+    ``_reverse_rows``) meets, as ``_reverse_rows`` finds them, of at least min_size elements
+    each: (first row, one past the last) into runs, the highest first. Returns their count (a
+    threaded driver splits them: see sweep's part). A run topped by a SEEDED sum is left out:
+    a split sweep's workers are seeded."""
     count = 0
     i = hi
     while i > lo:
         i -= 1
         nd = need[i]
         if nd == 0 or R[i, 3] < 0:
+            continue
+        if seeded and nd & SEEDED:  # the sum and its run, in one step (``_reverse_seeded``)
+            top = i - 1
+            i = _forward_run_start(R, S, top, S[R[top, 3], 0])
             continue
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:

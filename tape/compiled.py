@@ -513,6 +513,21 @@ def _seeded_runs(v, need, keep):
             if A.size[first[e]] >= THREAD_SIZE]
 
 
+def _plain_runs(v, need, seeded_runs):
+    """(first row, end row) of the runs of THREAD_SIZE or more elements, other than seeded
+    ones, that a straight variant's forward sweep meets (``jit.run_pass``: plain runs, and runs
+    closed by a sum over lines, with the sum): a threaded call splits them too."""
+    A = v.A
+    n = len(A.sv)
+    if not v.straight:
+        return []
+    found = np.empty((n // 2 + 1, 2), np.int64)
+    count = jit.run_pass(A.R, A.S, A.IA, 0, n, THREAD_SIZE, found)
+    return [(int(r0), int(e)) for r0, e in found[:count]
+            if not (e < n and need[e] & jit.SEEDED)  # (a seeded run: in seeded_runs or small)
+            and not any(r0 <= s1 and s0 < e for s0, s1 in seeded_runs)]
+
+
 class _ValuePlan:
     """What a value-only call of a straight variant needs: the runs that a gradient with respect
     to `nums` would seed (their values in scratch, their sums block by block, no reverse: need
@@ -541,6 +556,7 @@ class _Plan:
                                                                 {v.out._slot})
         stored = live
         self.split = []  # (first row, sum row) of the seeded runs worth threads
+        self.plain = []  # (first row, end row) of the other runs a straight call splits
         if not v.t.functions:  # (a Function's rule reads and writes the arena in Python)
             # adjoints that never leave their blocked run stay in scratch, not in the arena
             keep = root.copy()
@@ -548,6 +564,7 @@ class _Plan:
                 keep[u] = 1
             # runs closed by a sum: their reverse inside their forward
             self.split = _seeded_runs(v, need, keep)
+            self.plain = _plain_runs(v, need, self.split)
             cuts, dropped = reverse_cuts(v.t, need)
             bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
             if jit.local_pass(A.R, A.S, A.IA, need, keep, bounds):
@@ -579,7 +596,7 @@ class _Plan:
                      for s in np.flatnonzero(live.astype(bool) & ~swept)]
         self.dirty = True
         self.args = (A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need)  # sweep's first nine
-        self.reverse_runs = _reverse_runs(A, need)
+        self.reverse_runs = _reverse_runs(A, need, v.straight)
         s = v.out._slot
         self.seed_at = (int(GO[s]), int(GO[s]) + int(A.size[s])) if live[s] else None
         self.grads = []  # (slot or None, shape, lo, hi) per input of nums
@@ -596,17 +613,19 @@ class _Plan:
             and hi - lo >= ZERO_COPY_SIZE and s != v.out._slot))
 
 
-def _reverse_runs(A, need):
+def _reverse_runs(A, need, seeded):
     """runs(lo, hi): the blocked runs of THREAD_SIZE or more elements that a reverse sweep of
-    rows lo..hi-1 with `need` meets, highest first, found once per range (``sweep_segments``
-    splits them among threads)."""
+    rows lo..hi-1 with `need` meets (`seeded`: a straight variant's whole call, whose forward
+    swept the seeded runs' reverse), highest first, found once per range (``sweep_segments``
+    and ``_threaded_sweep`` split them among threads)."""
     found = {}
 
     def runs(lo, hi):
         r = found.get((lo, hi))
         if r is None:
             buf = np.empty(((hi - lo) // 2 + 1, 2), np.int64)
-            count = jit.reverse_run_pass(A.R, A.S, A.IA, need, lo, hi, THREAD_SIZE, buf)
+            count = jit.reverse_run_pass(A.R, A.S, A.IA, need, lo, hi, int(seeded), THREAD_SIZE,
+                                         buf)
             r = found[lo, hi] = [(int(r0), int(r1)) for r0, r1 in buf[:count]]
         return r
 
@@ -812,7 +831,7 @@ class _Variant:
         if not self.straight or self.escapes or self.t.functions:
             return None
         p = self._plan(nums)
-        if p.large or p.split or self.out.size != 1:
+        if p.large or p.split or p.plain or p.reverse_runs(0, p.rows) or self.out.size != 1:
             return None
         spec = []
         for shape, leaf, slot, static in zip(self.shapes, self.leaves, self.slots, self.statics):
@@ -1004,7 +1023,8 @@ class _Variant:
                            runs=p.reverse_runs)
         else:  # one jitted call: nothing to run in Python between segments
             direct = self._direct_gradients(p) if p.large else direct
-            threads = thread_count(threads) if forward and p.split else 1
+            threads = thread_count(threads) if forward and (
+                p.split or p.plain or p.reverse_runs(0, p.rows)) else 1
             try:
                 if threads > 1:
                     self._threaded_sweep(p, threads)
@@ -1018,15 +1038,24 @@ class _Variant:
     def _threaded_sweep(self, p, threads, values=False):
         """Both sweeps of a straight variant as one jitted call would do them, but with each
         seeded run in `p.split` swept by `threads` workers at once (the sweeps release the
-        GIL), each on its piece of the run's elements; the pieces' sums are then added in
-        NumPy's pairwise order, and the rows between the runs run in this thread. `values`:
-        the forward sweep of a value-only call (``values``)."""
+        GIL), each on its piece of the run's elements, the pieces' sums then added in NumPy's
+        pairwise order; and each other large run, forward (`p.plain`) and reverse
+        (`p.reverse_runs`), by the workers each on its share of the blocks. The rows between
+        the runs run in this thread. `values`: the forward sweep of a value-only call
+        (``values``)."""
         A, G, GO = self.A, p.G, p.GO
         sweep = _sweep()
         args = p.value_args if values else p.args
+        runs = sorted([(r0, e, True) for r0, e in p.split]
+                      + [(r0, e, False) for r0, e in getattr(p, "plain", ())])
         lo = 0
-        for r0, e in p.split:
+        for r0, e, seeded in runs:
             sweep(*args, lo, r0, 0, 0, _STEP)
+            if not seeded:
+                run_pieces(lambda part: sweep(*args, r0, e, 0, 0, part),  # noqa: B023
+                           [(np.array([k, threads, 0.0]),) for k in range(threads)])
+                lo = e
+                continue
             T = threads
             while A.size[r0] < 256 * T:  # every piece's parents longer than a pairwise leaf
                 T //= 2
@@ -1044,7 +1073,16 @@ class _Variant:
                 G[GO[s]] += _pairwise_top([part[5 + 2 * j] for part in parts])
             lo = e + 1
         n = len(A.sv)
-        sweep(*args, lo, n, 0, 0 if values else n, _STEP)
+        sweep(*args, lo, n, 0, 0, _STEP)
+        if values:
+            return
+        hi = n
+        for r0, r1 in p.reverse_runs(0, n):
+            sweep(*args, 0, 0, r1, hi, _STEP)
+            run_pieces(lambda part: sweep(*args, 0, 0, r0, r1, part),  # noqa: B023
+                       [(np.array([k, threads, 0.0]),) for k in range(threads)])
+            hi = r0
+        sweep(*args, 0, 0, 0, hi, _STEP)
 
     def _direct_gradients(self, p):
         """{slot: (array, arena offset)} for the large array inputs of plan p: their adjoint

@@ -297,3 +297,39 @@ def test_runs_closed_over_lines_split_same_bits(small_runs, f, k, n, d, threads)
     assert v2 == pytest.approx(value, rel=1e-13)
     for a, b in zip(g2, g):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+
+
+def diagonal_mixture(mu, s, x):
+    """No matmul, so the variant is straight: (x - mu) * s squared and summed over lines is a
+    run closed by a sum over lines, whose adjoint changes with every call (not seeded)."""
+    z = (x[None, :, :] - mu[:, None, :]) * s[:, None, :]
+    q = np.sum(z * z, axis=2)
+    m = np.max(-q, axis=0)
+    return np.sum(m + np.log(np.sum(np.exp(-q - m), axis=0)))
+
+
+@pytest.mark.parametrize("f, shapes", [
+    (diagonal_mixture, ((5, 4), (5, 4), (300, 4))),
+    (diagonal_mixture, ((3, 7), (3, 7), (517, 7))),
+    (product_of_sums, ((9000,), (5000,))),
+])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_straight_runs_not_seeded_split_both_ways(small_runs, f, shapes, threads):
+    """A straight value_and_grad splits its large runs that are not seeded too: forward in shares
+    of blocks (a sum over lines taken in), reverse likewise: the bits of one thread."""
+    rng = np.random.default_rng(sum(map(sum, shapes)))
+    args = tuple(rng.normal(size=shape) for shape in shapes)
+    nums = tuple(range(len(args) - 1)) if f is diagonal_mixture else (0, 1)
+    one = tape.compile(f, *args, argnums=nums, threads=1)
+    many = tape.compile(f, *args, argnums=nums, threads=threads)
+    for call in (args, tuple(0.5 * a for a in args)):
+        _same(_calls(one, call), _calls(many, call))
+    v = next(reversed(many.variants.values()))
+    p = v._plan(many.nums)
+    assert v.straight and not p.split  # nothing seeded: only the new splits apply
+    assert p.plain and p.reverse_runs(0, p.rows)
+    value, g = tape.value_and_grad(f, argnums=nums)(*args)
+    v2, g2 = many.value_and_grad(*args)
+    assert v2 == pytest.approx(value, rel=1e-13)
+    for a, b in zip(g2, g):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
