@@ -333,3 +333,22 @@ def test_straight_runs_not_seeded_split_both_ways(small_runs, f, shapes, threads
     assert v2 == pytest.approx(value, rel=1e-13)
     for a, b in zip(g2, g):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+
+
+def seeded_and_lines(x, w):
+    """A seeded run (a plain sum) beside a run closed over lines whose adjoint changes."""
+    return np.sum(np.exp(-x * x) * x) + np.sum(np.log(np.sum(w.reshape(-1, 8) ** 2 + 1.0,
+                                                             axis=1)))
+
+
+@pytest.mark.parametrize("threads", [2, 4])
+def test_seeded_and_plain_runs_split_in_one_call(small_runs, threads):
+    rng = np.random.default_rng(threads)
+    args = rng.normal(size=6000), rng.normal(size=8 * 700)
+    one = tape.compile(seeded_and_lines, *args, argnums=(0, 1), threads=1)
+    many = tape.compile(seeded_and_lines, *args, argnums=(0, 1), threads=threads)
+    for call in (args, (-args[0], 2.0 * args[1]), args):
+        _same(_calls(one, call), _calls(many, call))
+        assert one(*call) == many(*call)
+    p = next(reversed(many.variants.values()))._plan(many.nums)
+    assert p.split and p.plain and p.reverse_runs(0, p.rows)
