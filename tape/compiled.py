@@ -538,6 +538,7 @@ class _ValuePlan:
         self.rows = len(A.sv)
         root, _, need = _need_masks(v, nums)
         self.split = _seeded_runs(v, need, root.copy())
+        self.plain = _plain_runs(v, need, self.split)  # (split beside seeded ones)
         values = np.where(need & jit.SEEDED, jit.SEEDED | jit.VALUES, 0).astype(np.uint8)
         self.G, self.GO = np.zeros(1), np.zeros(1, np.int64)
         self.value_args = (A.R, A.S, A.VA, self.GO, A.sv, self.G, A.IA, A.FA, values)
@@ -1047,7 +1048,7 @@ class _Variant:
         sweep = _sweep()
         args = p.value_args if values else p.args
         runs = sorted([(r0, e, True) for r0, e in p.split]
-                      + [(r0, e, False) for r0, e in getattr(p, "plain", ())])
+                      + [(r0, e, False) for r0, e in p.plain])
         lo = 0
         for r0, e, seeded in runs:
             sweep(*args, lo, r0, 0, 0, _STEP)

@@ -350,5 +350,8 @@ def test_seeded_and_plain_runs_split_in_one_call(small_runs, threads):
     for call in (args, (-args[0], 2.0 * args[1]), args):
         _same(_calls(one, call), _calls(many, call))
         assert one(*call) == many(*call)
-    p = next(reversed(many.variants.values()))._plan(many.nums)
+    v = next(reversed(many.variants.values()))
+    p = v._plan(many.nums)
     assert p.split and p.plain and p.reverse_runs(0, p.rows)
+    value_plan = v._plans[("values", many.nums)]  # a value-only call splits both runs too
+    assert value_plan.split and value_plan.plain
