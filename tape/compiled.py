@@ -52,9 +52,10 @@ NUMPY_FORWARD_SIZE = 4096  # elements: below, a Python stop costs more than it s
 # sweep reads the caller's array in place and accumulates the gradient straight into the array
 # returned (on W3's 10^6 elements the two copies and the arena clear cost ~0.9 ms of ~15)
 ZERO_COPY_SIZE = 1 << 14
-# A seeded run (a run closed by a full sum, swept both ways block by block) of at least this
-# many elements is split among threads on a straight value_and_grad: each takes a piece at the
-# top of NumPy's pairwise summation, so the sum keeps its bits (W3 on 2 cores: 13.4 -> 9.0 ms)
+# A blocked run of at least this many elements is split among threads: a seeded run (closed by
+# a full sum, swept both ways block by block) in pieces at the top of NumPy's pairwise
+# summation, so the sum keeps its bits (W3 on 2 cores: 13.4 -> 9.0 ms); any other, forward and
+# reverse, in shares of its blocks (W2's Qx * Qx summed over lines: 0.90-0.95x a call)
 THREAD_SIZE = 1 << 17
 _WHOLE = np.zeros(3)  # sweep's `part` for a call on its own (jit._interp.WHOLE: tape imports
 # Numba's modules only when a kernel first runs)
@@ -69,9 +70,10 @@ def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa:
     """Record ``f(*example_args)`` once and return a CompiledTape that replays it.
 
     `argnums` (int or tuple) are the arguments gradients are taken with respect to.
-    `threads`: how many threads a value_and_grad may split a large run closed by a sum among
-    (at least THREAD_SIZE elements, as a loss over a large array), and a large batched matmul
-    (its batch elements, forward and reverse: ``_backward.batch_pieces``); None:
+    `threads`: how many threads a call may split a large blocked run among (at least
+    THREAD_SIZE elements: a run closed by a sum, as a loss over a large array, in pieces of its
+    pairwise sum; any other, forward and reverse, in shares of its blocks), and a large batched
+    matmul (its batch elements, forward and reverse: ``_backward.batch_pieces``); None:
     NUMBA_NUM_THREADS if set, else the cores this process may run on, rounded down to a power
     of two, at most 8; 1: none (say so in process pools that already use every core). Results
     are the same bits whatever the count. The threads wait for work awake for 2 ms after each
