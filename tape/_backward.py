@@ -19,7 +19,7 @@ from jit.table import OPCODE, TABLE
 from ._gemm import cached_native_pieces, native_pieces
 from ._hooks import run_hooks
 from ._state import state
-from ._threads import run_pieces, thread_count
+from ._threads import run_pieces, run_shares, thread_count
 from .saved_variable import BACKWARD_TWICE
 
 # Rows whose reverse rule never reads an operand's value: a leaf modified in place after
@@ -260,14 +260,11 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     hooked, hubs = set(hooked), set(hubs)
     T = thread_count(threads) if runs is not None and threads != 1 else 1
 
+    def reverse(lo, hi, *part):
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi, *part)
+
     def sweep(lo, hi):
-        for r0, r1 in runs(lo, hi) if T > 1 else ():
-            jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, r1, hi)
-            run_pieces(lambda part: jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA,
-                                                      need, r0, r1, part),  # noqa: B023
-                       [(np.array([k, T, 0.0]),) for k in range(T)])
-            hi = r0
-        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi)
+        reverse_in_shares(reverse, runs(lo, hi) if T > 1 else (), T, lo, hi)
 
     unpacker = _Unpacker(t, A, need) if t.packed else None
     if unpacker is not None:
@@ -290,6 +287,17 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
                 unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
             _run_escape(t, A, c, G, GO, need[c], fresh.get(c, 0) if fresh else 0,
                         summed.get(c) if summed else None, threads)
+
+
+def reverse_in_shares(reverse, runs, T, lo, hi):
+    """reverse(lo', hi') down through rows hi-1..lo in this thread, but each blocked run
+    (r0, r1) of `runs` (highest first, within lo..hi) by T workers, reverse(r0, r1, part) on
+    their shares of its blocks (``run_shares``)."""
+    for r0, r1 in runs:
+        reverse(r1, hi)
+        run_shares(lambda part: reverse(r0, r1, part), T)  # noqa: B023 (called at once)
+        hi = r0
+    reverse(lo, hi)
 
 
 def adjoint(A, G, GO, slot, shape):

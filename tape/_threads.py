@@ -187,6 +187,12 @@ def crew(workers):
         return _CREW[0]
 
 
+def run_shares(fn, T):
+    """fn(part) for each of T workers' shares of one blocked run's blocks, part = (k, T, 0): the
+    sweep's `part` argument (``jit._interp.sweep``), as ``run_pieces``."""
+    run_pieces(fn, [(np.array([k, T, 0.0]),) for k in range(T)])
+
+
 def run_pieces(fn, pieces, native=None):
     """fn(*piece) for every piece: the first in this thread, the others on other threads at
     once (the crew's; in turn in this thread while another call has the crew). `native`: see

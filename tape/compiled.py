@@ -33,9 +33,9 @@ from jit.table import FAMILIES, OPCODE, TABLE
 
 from . import _guards, _persist
 from ._gemm import cached_native_pieces, native_pieces
-from ._threads import run_pieces, thread_count
-from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, segment_bounds,
-                        summed_operands, sweep_segments)
+from ._threads import run_pieces, run_shares, thread_count
+from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, reverse_in_shares,
+                        segment_bounds, summed_operands, sweep_segments)
 from ._state import state
 from ._tensor import Tensor
 from .functional import _FreshTape
@@ -946,9 +946,8 @@ class _Variant:
             if r0 < lo or e > hi:
                 continue
             jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, r0)
-            run_pieces(lambda part: jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, r0, e,
-                                                      part),  # noqa: B023 (called at once)
-                       [(np.array([k, T, 0.0]),) for k in range(T)])
+            run_shares(lambda part: jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, r0, e,
+                                                      part), T)  # noqa: B023 (called at once)
             lo = e
         jit.forward_sweep(A.R, A.S, A.VA, A.sv, A.IA, A.FA, lo, hi)
 
@@ -1055,8 +1054,7 @@ class _Variant:
         for r0, e, seeded in runs:
             sweep(*args, lo, r0, 0, 0, _STEP)
             if not seeded:
-                run_pieces(lambda part: sweep(*args, r0, e, 0, 0, part),  # noqa: B023
-                           [(np.array([k, threads, 0.0]),) for k in range(threads)])
+                run_shares(lambda part: sweep(*args, r0, e, 0, 0, part), threads)  # noqa: B023
                 lo = e
                 continue
             T = threads
@@ -1079,13 +1077,8 @@ class _Variant:
         sweep(*args, lo, n, 0, 0, _STEP)
         if values:
             return
-        hi = n
-        for r0, r1 in p.reverse_runs(0, n):
-            sweep(*args, 0, 0, r1, hi, _STEP)
-            run_pieces(lambda part: sweep(*args, 0, 0, r0, r1, part),  # noqa: B023
-                       [(np.array([k, threads, 0.0]),) for k in range(threads)])
-            hi = r0
-        sweep(*args, 0, 0, 0, hi, _STEP)
+        reverse_in_shares(lambda lo, hi, part=_STEP: sweep(*args, 0, 0, lo, hi, part),
+                          p.reverse_runs(0, n), threads, 0, n)
 
     def _direct_gradients(self, p):
         """{slot: (array, arena offset)} for the large array inputs of plan p: their adjoint
