@@ -38,7 +38,7 @@ from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, rever
                         segment_bounds, summed_operands, sweep_segments)
 from ._state import state
 from ._tensor import Tensor
-from .functional import _FreshTape
+from .functional import _argnums, _FreshTape
 
 LEAF = OPCODE["leaf"]
 # Large rows of these primitives are computed during replay by their NumPy ufunc, as the eager
@@ -692,10 +692,14 @@ class _Variant:
         self.shapes = [np.shape(_raw(a)) if _is_input(a) else None for a in args]
         self.statics = [None if _is_input(a) else (np.array(a) if isinstance(a, np.ndarray)
                                                    else a) for a in args]
+        _argnums(nums, len(args))  # (a clear error for argnums beyond the arguments)
         for i in nums:
             if self.shapes[i] is None:
-                raise TypeError(f"tape.compile: argument {i} (argnums) is a "
-                                f"{type(args[i]).__name__}, not an array or float")
+                a = args[i]
+                what = (f"an array of dtype {a.dtype}" if isinstance(a, np.ndarray)
+                        else f"a {type(a).__name__}")
+                raise TypeError(f"tape.compile: argument {i} (argnums) is {what}, not a float "
+                                "array or a float")
         self.leaves = [Tensor(np.array(_raw(a), dtype=np.float64), requires_grad=True)
                        if _is_input(a) else a for a in args]
         self.args = tuple(np.array(_raw(a), dtype=np.float64) if _is_input(a) else a

@@ -215,8 +215,18 @@ def test_compile_errors():
 
     cf = tape.compile(lambda x: np.sum(Twice.apply(x)), np.ones(2))  # replayable now
     _close(cf.grad(np.full(2, 3.0)), np.full(2, 2.0))
-    with pytest.raises(TypeError, match="argument 1 \\(argnums\\) is a int"):
+    with pytest.raises(TypeError, match="argument 1 \\(argnums\\) is a int, not a float"):
         tape.compile(lambda x, n: np.sum(x) * n, np.ones(2), 3, argnums=1)
+    with pytest.raises(ValueError, match="argnums \\(2,\\) out of range for 2 positional"):
+        tape.compile(lambda x, y: np.sum(x * y), np.ones(2), np.ones(2), argnums=2)
+    cf = tape.compile(lambda x, y: np.sum(x * y), np.ones(2), np.ones(2), argnums=(0, 1))
+    with pytest.raises(ValueError, match="argnums \\(0, 1\\) out of range for 1 positional"):
+        cf.grad(np.ones(2))  # (a call with fewer arguments records again, and cannot)
+    for bad, dtype in ((np.ones(2, dtype=np.int64), "int64"), (np.ones(2, complex), "complex128")):
+        with pytest.raises(TypeError, match=f"argument 0 \\(argnums\\) is an array of dtype "
+                                            f"{dtype}, not a float array"):
+            cf.grad(bad, np.ones(2))
+    _close(cf.grad(np.ones(2), np.full(2, 3.0))[0], np.full(2, 3.0))  # (still replays)
     outside = tape.tensor(np.ones(2), requires_grad=True) * 2.0
     with pytest.raises(RuntimeError, match="several tapes"):
         tape.compile(lambda x: np.sum(x * outside), np.ones(2))
