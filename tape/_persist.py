@@ -106,8 +106,12 @@ def load(path, f=None):
     try:
         z = np.load(path, allow_pickle=False)
         files = {k: z[k] for k in z.files}
-    except Exception as e:  # noqa: BLE001 - any unreadable file is the same error for users
+    except OSError as e:  # (missing, unreadable: the system's reason)
         raise ValueError(f"tape.load: {path} is not a readable compiled tape ({e})") from None
+    except Exception:  # noqa: BLE001 - any other unreadable file is the same error for users
+        # (not NumPy's own message, which suggests allow_pickle for a file that may be hostile)
+        raise ValueError(f"tape.load: {path} is not a readable compiled tape (not an .npz "
+                         "archive of plain arrays, as cf.save writes)") from None
     try:
         variant, argnums = _build(files)
     except ValueError:

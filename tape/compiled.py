@@ -184,6 +184,10 @@ class CompiledTape:
         vs = v if isinstance(v, (tuple, list)) else (v,)
         if len(vs) != len(self.nums):
             raise ValueError(f"hvp: {len(self.nums)} vectors expected (one per argnum)")
+        args = tuple(args)
+        _argnums(self.nums, len(args))
+        _check_shapes("hvp", "v", vs, [np.shape(_raw(_as_input(args[i]))) for i in self.nums],
+                      self.nums)
         if self.f is not None and not self._calls_functions():
             return self._hvp_compiled(tuple(args), vs)
         return self._hvp_recorded(tuple(args), vs)
@@ -712,6 +716,10 @@ class _Variant:
                 out = f(*self.leaves)
         finally:
             state.guards, state.saved_hooks = prev
+        if out is None or isinstance(out, (tuple, list, dict)):
+            what = "None" if out is None else f"a {type(out).__name__}"
+            raise TypeError(f"tape.compile: f returned {what}; a compiled f returns one array "
+                            "or float (a tensor), the value it replays")
         if type(out) is not Tensor:
             out = Tensor(out)
         self.out = out
@@ -1114,11 +1122,21 @@ class _Variant:
         if prog is None:
             prog = self._plans[key] = TangentProgram([self.leaves[i] for i in nums],
                                                       [self.out], [self.t])
+        _check_shapes("jvp", "tangents", tangents, [self.shapes[i] for i in nums], nums)
         ts = [np.asarray(u, dtype=np.float64).reshape((1,) + self.shapes[i])
               for u, i in zip(tangents, nums)]
         (g,) = prog.run(ts, 1)
         g = g[0]
         return float(g) if g.ndim == 0 else g
+
+
+def _check_shapes(what, name, vectors, shapes, nums):
+    """A clear error for a tangent or vector whose shape is not its argument's (as eager
+    ``tape.jvp`` checks), before anything reshapes it."""
+    for k, (u, shape, i) in enumerate(zip(vectors, shapes, nums)):
+        if np.shape(u) != shape:
+            raise ValueError(f"{what}: {name}[{k}] has shape {np.shape(u)}, argument {i} has "
+                             f"shape {shape}")
 
 
 def _pairwise_top(sums):

@@ -227,6 +227,16 @@ def test_compile_errors():
                                             f"{dtype}, not a float array"):
             cf.grad(bad, np.ones(2))
     _close(cf.grad(np.ones(2), np.full(2, 3.0))[0], np.full(2, 3.0))  # (still replays)
+    with pytest.raises(ValueError, match="jvp: tangents\\[1\\] has shape \\(2, 1\\), argument 1 "
+                                         "has shape \\(2,\\)"):
+        cf.jvp((np.ones(2), np.ones(2)), (np.ones(2), np.ones((2, 1))))  # (not reshaped)
+    with pytest.raises(ValueError, match="hvp: v\\[0\\] has shape \\(3,\\), argument 0"):
+        cf.hvp((np.ones(2), np.ones(2)), (np.ones(3), np.ones(2)))
+    with pytest.raises(ValueError, match="out of range for 1 positional"):
+        cf.hvp((np.ones(2),), (np.ones(2), np.ones(2)))
+    for out, what in (((1.0, 2.0), "a tuple"), (None, "None")):
+        with pytest.raises(TypeError, match=f"f returned {what}; a compiled f returns one"):
+            tape.compile(lambda x, out=out: out, np.ones(2))
     outside = tape.tensor(np.ones(2), requires_grad=True) * 2.0
     with pytest.raises(RuntimeError, match="several tapes"):
         tape.compile(lambda x: np.sum(x * outside), np.ones(2))
@@ -403,6 +413,12 @@ def test_load_rejects_bad_files(tmp_path):
     bad.write_bytes(raw[: len(raw) // 2])
     with pytest.raises(ValueError, match="not a readable compiled tape"):
         tape.load(bad)
+    with pytest.raises(ValueError, match="No such file"):
+        tape.load(tmp_path / "missing.npz")
+    bad.write_bytes(b"not an archive")  # NumPy's own message would suggest allow_pickle
+    with pytest.raises(ValueError, match="not an .npz archive of plain arrays") as e:
+        tape.load(bad)
+    assert "pickle" not in str(e.value)
     files = dict(np.load(path, allow_pickle=False))
     import json
 
