@@ -103,13 +103,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             xs.append(args[i])
         with _FreshTape():
             out = f(*args, **kwargs)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise TypeError("has_aux=True requires f to return a pair (output, aux)")
-            out, aux = out
-        if type(out) is not Tensor:
-            out = Tensor(out)
+        out, aux = _output_and_aux(out, has_aux)
         if out.size != 1:
             raise TypeError(f"grad requires a scalar output; f returned shape {out.shape} "
                             "(use tape.vjp for non-scalar outputs)")
@@ -141,6 +135,23 @@ def _fresh_input(a, i):
     return _as_leaf(a, i)
 
 
+def _output_and_aux(out, has_aux):
+    """(output as a Tensor, aux or None) of what f returned, or a clear error when f returned
+    no output (None, a tuple without has_aux, ...)."""
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("has_aux=True requires f to return a pair (output, aux)")
+        out, aux = out
+    if out is None or isinstance(out, (tuple, list, dict)):
+        what = "None" if out is None else f"a {type(out).__name__}"
+        hint = " (for a pair (output, aux), pass has_aux=True)" if (
+            isinstance(out, tuple) and not has_aux) else ""
+        raise TypeError(f"grad: f returned {what}; it must return one scalar tensor or "
+                        f"float{hint}")
+    return (out if type(out) is Tensor else Tensor(out)), aux
+
+
 def _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs):
     """value_and_grad inside another transform: the backward is recorded (create_graph), and
     value and gradients are tensors with history."""
@@ -151,11 +162,7 @@ def _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs):
         xs.append(args[i])
     with _FreshTape():
         out = f(*args, **kwargs)
-        aux = None
-        if has_aux:
-            out, aux = out
-        if type(out) is not Tensor:
-            out = Tensor(out)
+        out, aux = _output_and_aux(out, has_aux)
         if out.size != 1:
             raise TypeError(f"grad requires a scalar output; f returned shape {out.shape}")
         gs = autograd.grad([out], xs, create_graph=True, allow_unused=True) \

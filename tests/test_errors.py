@@ -359,3 +359,28 @@ def test_grad_with_a_repeated_input_gives_it_in_every_position():
     gh1, gh2 = tape.autograd.grad((h * h).sum(), [h, h])
     np.testing.assert_array_equal(gh1, [6.0, 12.0])
     np.testing.assert_array_equal(gh2, [6.0, 12.0])
+
+
+@pytest.mark.parametrize("returned, what", [((1.0, 2.0), "a tuple"), (None, "None"),
+                                            ([1.0], "a list")])
+def test_a_function_that_returns_no_output_is_named(returned, what):
+    def f(x):
+        np.sum(x * x)
+        return returned
+
+    hint = " \\(for a pair \\(output, aux\\), pass has_aux=True\\)" if what == "a tuple" else ""
+    for transform in (lambda g: tape.grad(g), lambda g: (lambda x: tape.grad(tape.grad(g))(x))):
+        with pytest.raises(TypeError, match=f"grad: f returned {what}; it must return one scalar "
+                                            f"tensor or float{hint}"):
+            transform(f)(np.ones(2))
+
+
+def test_has_aux_needs_a_pair_nested_too():
+    def f(x):
+        return np.sum(x * x), x, x
+
+    for transform in (lambda g: tape.grad(g, has_aux=True),
+                      lambda g: (lambda x: tape.grad(lambda y: tape.grad(g, has_aux=True)(y)[0]
+                                                     .sum())(x))):
+        with pytest.raises(TypeError, match="has_aux=True requires f to return a pair"):
+            transform(f)(np.ones(2))
