@@ -636,7 +636,9 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     for s in _run_inputs(R, need, r0, e):  # (only the run has added to these yet)
         o = GO[s]
         for j in range(S[R[s, 3], 0] if R[s, 3] >= 0 else 1):  # (one element or n)
-            _st(pG, o + j, _ld(pG, o + j) * ratio if exact else 0.0)
+            # (+ 0.0: a zero scaled by a negative ratio is -0.0, where the row-by-row reverse,
+            # which adds its terms to a zeroed adjoint, leaves +0.0)
+            _st(pG, o + j, _ld(pG, o + j) * ratio + 0.0 if exact else 0.0)
     if not exact:
         _forward_seeded_run(R, S, VA, GO, G, IA, FA, _index_scratch(S), need, r0, e, n,
                             np.zeros(3), g)

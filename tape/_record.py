@@ -634,6 +634,10 @@ def reduce(name, x, axis=None, keepdims=False):
     if not recording(x):
         return plain(y)
     xs, P, R, Q = _prq(x, axes)
+    if xs is not x:  # reduced axes that are not adjacent, moved to a trailing block: their
+        # value is that block's reduction, as the replay computes it (NumPy's own order over
+        # the original axes can differ by an ulp)
+        y = np.reshape(TABLE[code].ufunc(np.reshape(xs._v, (P, R)), axis=1), np.shape(y))
     t = current_tape()
     key = ("prq", P, R, Q)
     off = t.index_cache.get(key)

@@ -355,3 +355,21 @@ def test_seeded_and_plain_runs_split_in_one_call(small_runs, threads):
     assert p.split and p.plain and p.reverse_runs(0, p.rows)
     value_plan = v._plans[("values", many.nums)]  # a value-only call splits both runs too
     assert value_plan.split and value_plan.plain
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n", [4096, 20011])
+def test_seeded_zeros_keep_their_sign(small_runs, threads, n):
+    """A seeded run whose sum's adjoint is a negative power of two scales the unit adjoints:
+    their zeros stay +0.0 (a plain reverse adds its terms to a zeroed adjoint), the bits of
+    eager's gradient, split among threads or not."""
+    def f(x, y):
+        return -2.0 * np.sum(x - (y - y)) - 0.25 * np.sum(np.abs(np.maximum(x, y)))
+
+    rng = np.random.default_rng(n)
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    eager = tape.value_and_grad(f, argnums=(0, 1))(x, y)[1]
+    cf = tape.compile(f, x, y, argnums=(0, 1), threads=threads)
+    for _ in range(2):
+        for g, e in zip(cf.grad(x, y), eager):
+            assert np.array_equal(g.view(np.int64), e.view(np.int64))
