@@ -610,7 +610,7 @@ def _prq(x, axes):
     """Move reduced axes to a contiguous block if needed; return (x', P, R, Q)."""
     shape = _shape(x._v)
     nd = len(shape)
-    if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
+    if _apart(axes):
         keep = tuple(i for i in range(nd) if i not in axes)
         x = transpose(x, keep + axes)
         shape = _shape(x._v)
@@ -623,21 +623,31 @@ def _prq(x, axes):
     return x, P, R, Q
 
 
+def _apart(axes):
+    """Whether reduced axes are not adjacent (``_prq`` then moves them to a trailing block)."""
+    return bool(axes) and axes != tuple(range(axes[0], axes[-1] + 1))
+
+
 def reduce(name, x, axis=None, keepdims=False):
     code = OPCODE[name]
+    ufunc = TABLE[code].ufunc
     if type(x) is not Tensor:
         x = plain(constant(x))
     xv = x._v
     nd = 0 if type(xv) is float else xv.ndim
     axes = normalize_axes(axis, nd)
-    y = check_dtype(TABLE[code].ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
-    if not recording(x):
-        return plain(y)
+    rec = recording(x)
+    if not (rec and _apart(axes)):
+        y = check_dtype(ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
+        if not rec:
+            return plain(y)
     xs, P, R, Q = _prq(x, axes)
     if xs is not x:  # reduced axes that are not adjacent, moved to a trailing block: their
         # value is that block's reduction, as the replay computes it (NumPy's own order over
         # the original axes can differ by an ulp)
-        y = np.reshape(TABLE[code].ufunc(np.reshape(xs._v, (P, R)), axis=1), np.shape(y))
+        shape = tuple(1 if i in axes else d for i, d in enumerate(_shape(xv))
+                      if keepdims or i not in axes)
+        y = check_dtype(np.reshape(ufunc(np.reshape(xs._v, (P, R)), axis=1), shape), name)
     t = current_tape()
     key = ("prq", P, R, Q)
     off = t.index_cache.get(key)

@@ -189,8 +189,8 @@ class CompiledTape:
         _check_shapes("hvp", "v", vs, [np.shape(_raw(_as_input(args[i]))) for i in self.nums],
                       self.nums)
         if self.f is not None and not self._calls_functions():
-            return self._hvp_compiled(tuple(args), vs)
-        return self._hvp_recorded(tuple(args), vs)
+            return self._hvp_compiled(args, vs)
+        return self._hvp_recorded(args, vs)
 
     def _calls_functions(self):
         """Whether a recording calls custom Functions (their ctx is per recording)."""
@@ -521,15 +521,12 @@ def _seeded_runs(v, need, keep):
 
 def _plain_runs(v, need, seeded_runs):
     """(first row, end row) of the runs of THREAD_SIZE or more elements, other than seeded
-    ones, that a straight variant's forward sweep meets (``jit.run_pass``: plain runs, and runs
-    closed by a sum over lines, with the sum): a threaded call splits them too."""
-    A = v.A
-    n = len(A.sv)
+    ones, that a straight variant's forward sweep meets (``_Variant._runs``: plain runs, and
+    runs closed by a sum over lines, with the sum): a threaded call splits them too."""
     if not v.straight:
         return []
-    found = np.empty((n // 2 + 1, 2), np.int64)
-    count = jit.run_pass(A.R, A.S, A.IA, 0, n, THREAD_SIZE, found)
-    return [(int(r0), int(e)) for r0, e in found[:count]
+    n = len(v.A.sv)
+    return [(r0, e) for r0, e in v._runs  # (a straight variant has no cuts: one range)
             if not (e < n and need[e] & jit.SEEDED)  # (a seeded run: in seeded_runs or small)
             and not any(r0 <= s1 and s0 < e for s0, s1 in seeded_runs)]
 
