@@ -28,7 +28,7 @@ FRESH_B = 64
 VALUES = 128
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
-                "reverse_run_pass", "sweep")
+                "reverse_run_pass", "sweep", "elementwise")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 

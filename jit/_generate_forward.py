@@ -28,16 +28,20 @@ compiled replay: record once, write new input values, sweep, no Python per op.
 Elementwise rows are generated from the table's scalar formulas ``f`` (and ``HELPERS``): the same
 source that ``tape/_record.py`` runs in Python for 0-d values, so a 0-d row (inline in the
 dispatch loop) and each element of an array row compute what the eager 0-d path computes (bit
-for bit, except math.hypot, which is CPython's own and not libm's), but for rows whose table entry
-names a vectorizable formula ``vf``: array loops of exp, log, log1p and tanh call the branch-free
-kernels of ``jit/_vmath.py`` (within 1 ulp of NumPy's loops, 3-8x faster than libm's scalar
-calls, which no loop can vectorize). Array rows run one flat loop
-per primitive; an operand broadcast through an index map is first gathered into a scratch buffer,
-so each binary primitive has a single loop (contiguous operands, or a one-element operand read
-with stride 0; power with a one-element exponent of 2, 0.5, -1, 1 or 0 takes NumPy's fast
-paths, ``POWER_FAST``, as NumPy does). Against NumPy's array ufuncs the formulas agree bit for bit except: cbrt
-(the formula is pow(x, 1/3): up to ~120 ulp), the ``vf`` rows (1 ulp), fmax / fmin at a +0.0 /
--0.0 tie (NumPy's SIMD loop returns the second operand).
+for bit: both call the process's libm), but for rows whose table entry names a vectorizable
+formula ``vf``: array loops of exp, log, log1p and tanh call the branch-free kernels of
+``jit/_vmath.py`` (within 1.1 ulp of the exact value, 3-8x faster than libm's scalar calls, which
+no loop can vectorize). Array rows run one flat loop per primitive; an operand broadcast through
+an index map is first gathered into a scratch buffer, so each binary primitive has a single loop
+(contiguous operands, or a one-element operand read with stride 0). The eager recorder runs these
+same loops for the primitives whose NumPy loops differ by CPU (``elementwise`` below, for
+``jit.table.OWN_VALUE``), so eager and replay agree bit for bit on any CPU; NumPy's value is kept
+where it is exact by IEEE 754 (``NUMPY_EXACT``: the same bits from every loop). Against NumPy's
+own loops the formulas differ within their error bounds (``tests/test_accuracy.py``), and at
+fmax / fmin's +0.0 / -0.0 ties (ours return the first operand; NumPy's loops differ among
+themselves). power takes x * x, sqrt(x), 1 / x, x and 1 for the exponents 2, 0.5, -1, 1 and 0
+at every element (NumPy's loop does for a scalar exponent, ``POWER_FAST``): exact, where pow may
+be an ulp off.
 
 The other families have hand-written bodies (``CUSTOM``), which follow NumPy's evaluation order
 so that results agree with NumPy bit for bit:
@@ -841,9 +845,39 @@ def _family_kernels():
     return "\n\n\n".join(kernels), _indent(calls, 8)
 
 
+ELEMENTWISE = '''
+
+SIG_ELEMENTWISE = "void(int64, int64, int64, int64, float64[::1], int64[::1])"
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise(code, a, b, field, y, IA):
+    """y = the value of one unary or binary array row (``code`` with its flags, as recorded) of
+    float64 C-contiguous operands a and b, by the loop a sweep runs for that row. The eager
+    recorder computes the primitives in ``jit.table.OWN_VALUE`` here, so that an eager value and
+    its replay are the same bits on any CPU (NumPy's own loops for them differ by CPU).
+
+    a, b: the operands' array objects (``id``) with the byte offset of the data pointer inside
+    one (``field``), or, for field < 0, their data addresses; the caller keeps them alive. (Not
+    arrays: a read-only one, such as a leaf's buffer, would compile another signature.) Flags
+    1 / 2: a / b has one element; flag 16: the strided broadcast nest at IA[2:11]
+    (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
+    entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
+    ~13 s longer, once; loaded from the cache after)."""
+    pa = a if field < 0 else _ld_word(a + field)
+    pb = b if field < 0 else _ld_word(b + field)
+    W = np.empty(0)
+    if _FAMILY[code & 255] == UNARY:
+        _forward_unary(code, y.size, 0, pa, pb, _addr(y), IA, W)
+    else:
+        _forward_binary(code, y.size, 0, pa, pb, _addr(y), IA, W)
+'''
+
+
 def render_forward() -> str:
-    """The forward sweep's helpers, family kernels and row loop, for ``_generate.render``."""
+    """The forward sweep's helpers, family kernels and row loop, and the eager recorder's entry
+    to the elementwise kernels, for ``_generate.render``."""
     kernels, calls = _family_kernels()
     body = ENTRY_POINT.replace("{scalar_body}", _scalar_body()).replace("{array_body}", calls)
     body = body.replace("{scalar_other}", _scalar_other())
-    return PAIRWISE + "\n\n" + kernels + "\n" + body
+    return PAIRWISE + "\n\n" + kernels + "\n" + body + ELEMENTWISE

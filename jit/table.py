@@ -16,8 +16,8 @@ The opcode of a row is its index in ``TABLE``. ``_generate.py`` renders ``_inter
 file; ``tests/test_generated.py`` fails when the rendered file is stale. Formulas are Numba scalar
 expressions; the names they may use are the math functions imported by the generated module and
 the helpers in ``HELPERS`` below. A unary row may also name ``vf``, the formula its array loops use
-instead of ``f``: a branch-free kernel of ``jit/_vmath.py`` that LLVM vectorizes (within 1 ulp of
-NumPy's result; 0-d rows keep ``f``, libm).
+instead of ``f``: a branch-free kernel of ``jit/_vmath.py`` that LLVM vectorizes (within 1.1 ulp
+of the exact value; 0-d rows keep ``f``, libm).
 """
 from __future__ import annotations
 
@@ -249,6 +249,18 @@ FAMILIES = ("input", "unary", "binary", "select", "reduce", "scan", "gather", "s
             "matmul", "escape")
 FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}
 
+# Elementwise primitives whose NumPy value is exact by IEEE 754 (one correctly rounded operation,
+# or a choice between operands): the same bits from every SIMD loop NumPy may pick, so eager
+# array rows keep NumPy's ufunc for them. Every other elementwise primitive is a transcendental
+# (or its tie-breaking differs between NumPy's loops: fmax / fmin at +0.0 / -0.0) whose NumPy
+# value depends on the CPU: NumPy runs AVX-512 (SVML), AVX2 or baseline loops, each an ulp or
+# so from the others. Eager computes those with the sweep's own loops (``OWN_VALUE``), so that an
+# eager value and its replay are the same bits on every machine.
+NUMPY_EXACT = frozenset({"neg", "abs", "sqrt", "square", "reciprocal", "copy", "add", "subtract",
+                         "multiply", "divide", "maximum", "minimum"})
+OWN_VALUE = frozenset(c for c, p in enumerate(TABLE)
+                      if p.family in ("unary", "binary") and p.name not in NUMPY_EXACT)
+
 # Scalar helpers the formulas may call; rendered verbatim into the generated module so that
 # Numba's cache sees them (it only watches the file of the entry point). Plain @njit, not
 # inline="always": LLVM inlines them anyway, while Numba's IR inlining at every call site made the
@@ -265,9 +277,7 @@ def _sign(x):
 
 @njit(error_model="numpy")
 def _cbrt(x):
-    if x < 0.0:
-        return -((-x) ** (1.0 / 3.0))
-    return x ** (1.0 / 3.0) if x > 0.0 else x  # keeps -0.0 and NaN
+    return cbrt(x)  # libm's (within 1 ulp); x ** (1 / 3) was up to ~120 ulp off for huge |x|
 
 
 @njit(error_model="numpy")
@@ -300,6 +310,18 @@ def _logaddexp(a, b):
 
 @njit(error_model="numpy")
 def _power(a, b):
+    # NumPy's fast exponents, at every element and in 0-d too (one rounding or none, where pow
+    # may be an ulp off; (-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 NaN, as sqrt gives)
+    if b == 2.0:
+        return a * a
+    if b == 0.5:
+        return sqrt(a)
+    if b == -1.0:
+        return 1.0 / a
+    if b == 1.0:
+        return a
+    if b == 0.0:
+        return 1.0
     # a negative finite base to a non-integer power is NaN (Python's ** would go complex);
     # -inf follows C's pow: inf or 0
     if a < 0.0 and a > -inf and abs(b) < inf and b != int(b):

@@ -12,8 +12,9 @@ import operator
 
 import numpy as np
 
-from jit.table import HELPERS, OPCODE, TABLE
+from jit.table import HELPERS, OPCODE, OWN_VALUE, TABLE
 
+from ._arrays import _FIELD
 from ._state import state
 from ._tape import LEAF, LINK, MAX_ROWS, Tape, current_tape
 
@@ -37,11 +38,26 @@ BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS bet
 
 # ---------------------------------------------------------------------------------------------
 # Scalar forward functions for 0-d values (Python floats), built from the same formulas as the
-# kernels; NumPy takes over where Python's float semantics differ (x/0, overflow, domain).
+# kernels (Python's math calls the libm that the kernels call); NumPy takes over where Python
+# raises (x/0, overflow, domain), whose results are special values (inf, nan, a signed zero) that
+# every NumPy loop agrees on.
+
+
+def _libm(name, nargs):
+    """A libm function by ctypes: the one the kernels call, where Python's math has none (cbrt
+    before 3.11) or its own (math.hypot is CPython's algorithm, an ulp from libm's)."""
+    import ctypes
+    import ctypes.util
+
+    fn = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
+    fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double] * nargs
+    return fn
 
 
 def _python_scalar_namespace():
     ns = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
+    ns.setdefault("cbrt", _libm("cbrt", 1))  # math.cbrt is Python 3.11+
+    ns["hypot"] = _libm("hypot", 2)
     ns.update(LN2=math.log(2.0), LN10=math.log(10.0), njit=lambda **kw: (lambda f: f))
     exec(HELPERS, ns)  # the same helper source the kernels use, as plain Python
     return ns
@@ -75,10 +91,6 @@ def _scalar_table():
     fns[OPCODE["subtract"]] = operator.sub
     fns[OPCODE["multiply"]] = operator.mul
     fns[OPCODE["neg"]] = operator.neg
-    # Python's ** agrees with NumPy for positive bases; NumPy decides the signed-zero, infinite
-    # and negative-base corner cases
-    power = fns[OPCODE["power"]]
-    fns[OPCODE["power"]] = lambda a, b: power(a, b) if a > 0.0 else float(np.power(a, b))
     return fns
 
 
@@ -214,6 +226,62 @@ def _shape(v):
 # ---------------------------------------------------------------------------------------------
 # Elementwise
 
+_NO_IA = np.zeros(11, np.int64)
+# how jit.elementwise finds an operand's data: its object's address and the pointer's offset in
+# it (no ctypes call per operand), or the data address itself where the layout is unknown (-1)
+_FIELD_OFFSET = -1 if _FIELD is None else _FIELD
+_handle = id if _FIELD is not None else (lambda a: a.ctypes.data)
+_REAL = frozenset("biuf")  # dtype kinds an elementwise operand converts to float64 exactly
+
+
+def own_unary(code, xv):
+    """f(xv) for a primitive in ``OWN_VALUE``, by the loop a replay runs for its row (so the same
+    bits on any CPU, where NumPy's ufunc picks a per-CPU loop); a float for 0-d, as
+    ``check_dtype``."""
+    from jit import elementwise
+
+    x = np.asarray(xv, dtype=F64, order="C")
+    y = np.empty(x.shape)
+    ax = _handle(x)
+    elementwise(code, ax, ax, _FIELD_OFFSET, y.reshape(-1), _NO_IA)
+    return y if y.ndim else float(y)
+
+
+def own_binary(code, av, bv):
+    """f(av, bv) for a primitive in ``OWN_VALUE``, as ``own_unary``, broadcast as a recorded row
+    reads its operands: a one-element operand with stride 0, others through the strided nest (or
+    materialized where the nest does not collapse to three loops, with the same per-element
+    arithmetic). None for operands that do not convert to float64 exactly (NumPy's path then
+    raises its dtype error)."""
+    a = av if type(av) is np.ndarray else np.asarray(av)
+    b = bv if type(bv) is np.ndarray else np.asarray(bv)
+    if a.dtype.kind not in _REAL or b.dtype.kind not in _REAL:
+        return None
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    n = math.prod(shape)
+    y = np.empty(shape)
+    if n == 0:
+        return y
+    fa, fb = a.size == 1 and n != 1, b.size == 1 and n != 1
+    ia = _NO_IA
+    flags = fa | fb << 1
+    if (a.size != n and not fa) or (b.size != n and not fb):
+        nest = strided_broadcast(shape, a.shape, fa, b.shape, fb)
+        if nest:
+            ia = np.array((0, 0) + nest, dtype=np.int64)
+            flags |= 16
+        else:
+            if a.size != n and not fa:
+                a = np.broadcast_to(a, shape)
+            if b.size != n and not fb:
+                b = np.broadcast_to(b, shape)
+    from jit import elementwise
+
+    a = np.asarray(a, dtype=F64, order="C")
+    b = np.asarray(b, dtype=F64, order="C")
+    elementwise(code | flags << 8, _handle(a), _handle(b), _FIELD_OFFSET, y.reshape(-1), ia)
+    return y
+
 
 def unary(code, x):
     xv = x._v
@@ -233,7 +301,8 @@ def unary(code, x):
                 t.roll()
             return result(y, t, slot)
         return plain(y)
-    y = check_dtype(TABLE[code].ufunc(xv), TABLE[code].name)
+    y = own_unary(code, xv) if code in OWN_VALUE else check_dtype(TABLE[code].ufunc(xv),
+                                                                  TABLE[code].name)
     if x._rg and state.grad:
         t = current_tape()
         return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y)))
@@ -278,7 +347,9 @@ def binary(code, a, b):
         return plain(y)
     p = TABLE[code]
     try:
-        y = p.ufunc(av, bv)
+        y = own_binary(code, av, bv) if code in OWN_VALUE else None
+        if y is None:
+            y = p.ufunc(av, bv)
     except ValueError as e:
         raise ValueError(f"{p.name}: {e} (operand shapes {np.shape(av)} and {np.shape(bv)})") \
             from None

@@ -41,13 +41,6 @@ from ._tensor import Tensor
 from .functional import _argnums, _FreshTape
 
 LEAF = OPCODE["leaf"]
-# Large rows of these primitives are computed during replay by their NumPy ufunc, as the eager
-# path computes them: on 1M elements NumPy's loop measured faster than the jitted libm loop by
-# tan 1.15x, arccos 1.10x; the others were within 5% or slower (exp2 0.61x, sqrt 0.55x, cbrt
-# 0.84x). exp, log, log1p and tanh run vectorized kernels in the sweep (jit/_vmath.py), 2-9x
-# faster than NumPy's loops there, within 1 ulp of them.
-_NUMPY_FORWARD_CODES = np.array([OPCODE[n] for n in ("tan", "arccos")])
-NUMPY_FORWARD_SIZE = 4096  # elements: below, a Python stop costs more than it saves
 # Array inputs and gradients at least this large skip a copy on a straight value_and_grad: the
 # sweep reads the caller's array in place and accumulates the gradient straight into the array
 # returned (on W3's 10^6 elements the two copies and the arena clear cost ~0.9 ms of ~15)
@@ -674,19 +667,13 @@ class _Variant:
 
     @property
     def cuts(self):
-        """Rows where the forward sweep stops for Python: escape rows, Function hubs, and large
-        rows that NumPy computes faster (``_NUMPY_FORWARD_CODES``)."""
+        """Rows where the forward sweep stops for Python: escape rows and Function hubs. (Every
+        elementwise row is swept: eager computes it with the same loop, ``jit.elementwise``.)"""
         cuts = self.__dict__.get("_cuts")
         if cuts is None:
-            t, A = self.t, self.A
-            if t is None:
-                cuts, numpy_rows = [], frozenset()
-            else:
-                numpy_rows = frozenset(int(i) for i in np.flatnonzero(
-                    np.isin(A.code, _NUMPY_FORWARD_CODES) & A.is_array
-                    & (A.size >= NUMPY_FORWARD_SIZE)))
-                cuts = sorted(set(self.escapes).union(t.functions or (), numpy_rows))
-            self._cuts, self._numpy_rows = cuts, numpy_rows
+            t = self.t
+            cuts = [] if t is None else sorted(set(self.escapes).union(t.functions or ()))
+            self._cuts = cuts
         return cuts
 
     def __init__(self, f, args, nums):
@@ -902,10 +889,7 @@ class _Variant:
         lo = 0
         for c in self.cuts:
             self._forward(lo, c, T)
-            if c in self._numpy_rows:  # the eager path's own ufunc: the same bits, faster
-                y = t.av[t.side_of[c]]
-                TABLE[A.code[c]].ufunc(np.reshape(t.value(int(A.R[c, 1])), y.shape), out=y)
-            elif c in t.escapes:
+            if c in t.escapes:
                 self._escape_value(c, threads)
             else:  # a custom Function's hub: its forward runs in Python, outputs follow it
                 t.functions[c].replay(t)

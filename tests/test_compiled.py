@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tape
-from jit.table import OPCODE, TABLE
+from jit.table import OPCODE, OWN_VALUE, TABLE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_bench" / "benchmarks"))
 from workloads import WORKLOADS  # noqa: E402
@@ -16,18 +16,7 @@ from workloads import WORKLOADS  # noqa: E402
 from test_function import Cube  # noqa: E402
 
 
-def _numpy_simd_math():
-    """NumPy computes float64 exp/log with its own SIMD loops on AVX-512 machines; elsewhere
-    (this machine class: AVX2) it calls libm, as the jitted sweeps do."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:  # another NumPy layout: assume the worst
-        return True
-    return bool(__cpu_features__.get("AVX512F"))
-
-
-NUMPY_SIMD_MATH = _numpy_simd_math()
-# array rows of these run the sweep's vectorized kernels (jit/_vmath.py), within 1 ulp of NumPy
+# array rows of these run the sweep's vectorized kernels (jit/_vmath.py), in eager as in replay
 VECTOR_CODES = np.array([OPCODE[p.name] for p in TABLE if p.vf])
 
 
@@ -65,13 +54,9 @@ def test_workloads_replay_equals_eager(name):
     moved = list(args)
     for i in w.argnums:  # new values of the same shapes
         moved[i] = np.asarray(args[i]) * (1.0 + 0.01 * rng.normal(size=np.shape(args[i])))
-    for a in (args, moved):  # bit for bit: the same formulas, sums in NumPy's order,
-        v, g = cf.value_and_grad(*a)  # except where vector kernels run (1 ulp from NumPy's)
+    for a in (args, moved):  # bit for bit on any CPU: the same loops, sums in NumPy's order
+        v, g = cf.value_and_grad(*a)
         v0, g0 = _eager(w.loss, a, w.argnums)
-        if NUMPY_SIMD_MATH or _vector_rows(cf):  # (or NumPy's own loops where libm runs)
-            _close(v, v0, rtol=1e-14)
-            _close(g, g0, rtol=1e-12)
-            continue
         assert v == v0
         g, g0 = (g, g0) if isinstance(g, tuple) else ((g,), (g0,))
         assert all(np.array_equal(x, y) for x, y in zip(g, g0))
@@ -613,34 +598,36 @@ def test_custom_function_replay_errors(tmp_path):
         tape.compile(lambda x: np.sum(WithIndex.apply(x)[0]), np.ones(3))
 
 
-def test_large_tan_arccos_rows_replay_by_numpy_bit_for_bit():
-    """Large tan / arccos rows are replayed by NumPy's ufunc, as the eager path computes them
-    (NumPy's loop is faster than the jitted libm one there): bit for bit. Large exp / log / log1p
-    / tanh rows stay in the sweep, on its vector kernels: W3 and W4 replay in one jitted call,
-    close to eager."""
-    f = lambda x: np.sum(np.tan(x) * np.arccos(x / 2.0) + x * x)  # noqa: E731
+def test_transcendental_rows_replay_eager_bit_for_bit():
+    """Every elementwise row is swept (no Python stop), and eager computes the same rows with
+    the same loops (jit.elementwise): values and gradients bit for bit, whichever loops NumPy
+    would pick on this CPU. Large rows run block by block in the replay, one element at a time
+    in eager's loop: the same arithmetic."""
+    names = sorted(TABLE[c].name for c in OWN_VALUE if TABLE[c].family == "unary")
+
+    def f(x):
+        total = 0.0
+        for name in names:
+            u = getattr(np, name)
+            arg = {"arccosh": 1.5 + x * x, "log": 2.0 + x, "log2": 2.0 + x, "log10": 2.0 + x,
+                   "log1p": 1.0 + x}.get(name, x / 2.0)
+            total = total + np.sum(u(arg))
+        return total + np.sum(np.arctan2(x, 1.5) + np.hypot(x, 2.0) + np.logaddexp(x, -x)
+                              + np.fmax(x, 0.1) + (1.5 + x) ** 1.7)
+
     x = np.linspace(-1.4, 1.4, 10_000)
     cf = tape.compile(f, x)
-    v = _variant(cf)
-    assert v.cuts and not any(c in v.escapes for c in v.cuts)
+    assert not _variant(cf).cuts
     for a in (x, 0.99 * x):
         value, g = cf.value_and_grad(a)
         value0, g0 = _eager(f, (a,), 0)
-        if NUMPY_SIMD_MATH:
-            _close(value, value0)
-            _close(g, g0, rtol=1e-12)
-        else:
-            assert value == value0 and np.array_equal(g, g0)
+        assert value == value0 and np.array_equal(g, g0)
     for name in ("elementwise", "mlp"):
         w = WORKLOADS[name]
         args = w.inputs()
         cf = tape.compile(w.loss, *args, argnums=w.argnums)
         v = _variant(cf)
         assert set(v.cuts) == set(v.escapes) and _vector_rows(cf)  # W4's BLAS matmuls only
-        value, g = cf.value_and_grad(*args)
-        value0, g0 = _eager(w.loss, args, w.argnums)
-        _close(value, value0, rtol=1e-14)
-        _close(g, g0, rtol=1e-12)
 
 
 def test_a_long_recording_stays_on_one_tape(monkeypatch):

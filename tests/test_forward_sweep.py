@@ -26,11 +26,10 @@ from hypothesis.extra import numpy as hnp
 import tape
 from jit import _generate, _generate_forward
 from jit._interp import SIG_SWEEP, TABLE_HASH, forward_sweep, sweep
-from jit.table import OPCODE, TABLE, table_hash
+from jit.table import OPCODE, OWN_VALUE, TABLE, table_hash
 from tape.functional import _FreshTape
 from tape._record import SCALAR
 
-from test_compiled import NUMPY_SIMD_MATH
 from test_function import Cube
 from test_table import BINARY_DOMAIN, SPECIALS, UNARY_DOMAIN, _distinct, shape_and_axis
 
@@ -49,34 +48,25 @@ UNARY = [p for p in TABLE if p.family == "unary"]
 BINARY = [p for p in TABLE if p.family == "binary"]
 OTHER = [p for p in TABLE if p.family not in ("input", "escape", "unary", "binary")]
 
-# Where the sweep and the eager value may differ, with operands equal bit for bit:
-# - cbrt: the table's formula is x ** (1/3) (pow with a rounded exponent), NumPy's array path
-#   calls cbrt: up to ~120 ulp apart for huge |x| (3 ulp on moderate x). The eager 0-d path runs
-#   the same formula, so 0-d rows agree bit for bit under the JIT.
-# - exp, log, log1p, tanh: array rows run the vectorized kernels of jit/_vmath.py, within 1 ulp of
-#   NumPy's loops (tests/test_vmath.py); 0-d rows call libm, as the eager 0-d path does. Without
-#   the JIT both call NumPy's scalar functions, and NumPy's SIMD tanh loop is up to 3-4 ulp from
-#   them.
-# - power: array rows with a one-element exponent take NumPy's fast paths (x ** 2, 0.5, -1, 1, 0
-#   as x * x, sqrt(x), 1 / x, x, 1: bit for bit, test_power_scalar_exponent); elsewhere the
-#   formula calls pow, which is < 1 ulp from those where NumPy takes them (np.power on 0-d
-#   values, which the eager 0-d path uses for a <= 0; an exponent broadcast through an index
-#   map): 1 ulp, and (-0.0) ** 0.5 is -0.0 in NumPy, +0.0 there.
-# - hypot: the eager 0-d path calls Python's math.hypot (CPython's own, not libm's): 1 ulp.
-# - fmax / fmin: on a +0.0 / -0.0 tie NumPy's array loop returns the second operand, its 0-d
-#   loop and the formula the first (tested in test_binary_special_values).
+# Where the sweep and the eager value may differ, with operands equal bit for bit. Under the JIT
+# no elementwise row does, on any CPU: eager computes the array rows of the primitives whose NumPy
+# loops differ by CPU (jit.table.OWN_VALUE) with the sweep's own loops (jit.elementwise), its 0-d
+# values with the same formulas through the same libm, and NumPy's value for the others is exact
+# by IEEE 754 (jit.table.NUMPY_EXACT). tests/test_accuracy.py checks those loops against exact
+# values. Without the JIT the kernels call NumPy's scalar functions where they call libm under
+# it, so the eager 0-d path (Python's math, libm) may differ from them by a few ulps
+# (``NOJIT_ULPS``). Other families:
 # - sum: NumPy's order is reproduced (pairwise for a contiguous reduced run, in order otherwise),
 #   so sums agree bit for bit unless the reduced axes are not adjacent (then the recorder
 #   transposes first and the grouping differs): |error| <= 1e-14 * sum(|x|) per output.
 # - amax / amin: the sweep reduces in order (a later tie wins, as NumPy's scalar loop); NumPy's
-#   SIMD reduction (8 or more elements) combines lanes, so among +0.0 / -0.0 ties the sign of the
-#   zero it returns can differ. Every other value is bit for bit.
+#   SIMD reductions combine lanes, so among +0.0 / -0.0 ties the sign of the zero it returns can
+#   differ. Every other value is bit for bit.
 # - matmul: NumPy calls BLAS (other order, maybe FMA): |error| <= 1e-13 |y| + 1e-14 K max|a| max|b|.
 # - escape rows: computed by the test driver with NumPy on the recorded shapes (same bound).
-# (2 where NumPy's exp and log are its own AVX-512 loops: see tests/test_vmath.py)
-VECTOR_ULPS = {p.name: 2 if NUMPY_SIMD_MATH else 1 for p in TABLE if p.vf}
-ULPS = {"cbrt": 128, "power": 1, "hypot": 1, **VECTOR_ULPS, "tanh": 4 if NOJIT else 1}
-SCALAR_PATH_ULPS = {} if NOJIT else {"cbrt": 0, "tanh": 0, **{k: 0 for k in VECTOR_ULPS}}
+NOJIT_ULPS = {TABLE[c].name: 8 for c in OWN_VALUE} if NOJIT else {}
+ULPS = NOJIT_ULPS
+SCALAR_PATH_ULPS = NOJIT_ULPS
 
 
 def _ids(rows):
@@ -314,13 +304,13 @@ def test_unary_formula_same_bits_as_the_eager_0d_path(p):
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.array([SCALAR[TABLE.index(p)](float(v)) for v in x])
     d = ulps(rec.value(rec.y._slot), want)
-    assert d.max() <= SCALAR_PATH_ULPS.get(p.name, 0 if not NOJIT else ULPS.get(p.name, 0)), \
-        (p.name, x[d > 0][:4])
+    assert d.max() <= SCALAR_PATH_ULPS.get(p.name, 0), (p.name, x[d > 0][:4])
 
 
 @pytest.mark.parametrize("p", BINARY, ids=_ids(BINARY))
 def test_binary_formula_same_bits_as_the_eager_0d_path(p):
-    """As above for two operands; hypot's 0-d path is CPython's own math.hypot (1 ulp)."""
+    """As above for two operands (the 0-d path calls libm's hypot, not CPython's math.hypot,
+    which is its own algorithm, an ulp from libm's)."""
     rng = np.random.default_rng(8)
     da, db = BINARY_DOMAIN[p.name]
     a, b = da(rng, (4096,)), db(rng, (4096,))
@@ -402,26 +392,28 @@ def test_binary_special_values(p):
     rng = np.random.default_rng(0)
     da, db = BINARY_DOMAIN[p.name]
     rec = Replay(lambda x, y: p.ufunc(x, y), [da(rng, a.shape), db(rng, b.shape)], (0, 1))
-    if p.name in ("fmax", "fmin"):  # NumPy's array loop: the second operand wins a +-0 tie
+    if p.name in ("fmax", "fmin"):
+        # a +0.0 / -0.0 tie: NumPy's loops differ among themselves (its SIMD ones return the
+        # second operand, its scalar one the first); ours return the first, in eager as in replay
         rec.run([a, b])
-        d = ulps(rec.value(rec.y._slot), p.ufunc(a, b))
+        got = rec.value(rec.y._slot)
+        d = ulps(got, p.ufunc(a, b))
         ties = (a == 0.0) & (b == 0.0) & (np.signbit(a) != np.signbit(b))
-        assert np.all(d[~ties] == 0) and np.all(d[ties] == 1)
-        check_rows(rec, [a, b], ulp={p.name: 1})
-    else:
-        check_rows(rec, [a, b])
+        assert np.all(d[~ties] == 0) and np.array_equal(np.signbit(got[ties]), np.signbit(a[ties]))
+    check_rows(rec, [a, b])
     for x, y in zip(a, b):  # the 0-d path
         rec = Replay(lambda u, v: p.ufunc(u * 1.0, v * 1.0), [1.5, 0.5], (0, 1))
         check_rows(rec, [x, y])
 
 
 def test_power_of_minus_inf():
-    """-inf to a non-integer power follows C's pow (inf or 0), as NumPy's array loop does.
-    (NumPy's float64 *scalar* power gives NaN there, and the eager 0-d path follows NumPy's
-    scalars, so 0-d rows are not compared at these points.)"""
+    """-inf to a non-integer power follows C's pow (inf or 0; 0.5 is sqrt: NaN), as NumPy's
+    array loop does, in 0-d rows too (NumPy's float64 *scalar* power gives NaN there)."""
     a = np.array([x for x, _ in POWER_NEG_INF])
     b = np.array([y for _, y in POWER_NEG_INF])
     check_rows(Replay(np.power, [np.ones(a.shape), np.ones(b.shape)], (0, 1)), [a, b])
+    for x, y in zip(a, b):
+        check_rows(Replay(lambda u, v: np.power(u * 1.0, v * 1.0), [1.5, 0.5], (0, 1)), [x, y])
 
 
 POWER_BASES = np.concatenate([
@@ -431,10 +423,11 @@ POWER_BASES = np.concatenate([
 
 @pytest.mark.parametrize("e", [2.0, 0.5, -1.0, 1.0, 0.0, -0.0, 3.0, -0.5, 1.5])
 def test_power_scalar_exponent(e):
-    """An array row with a one-element exponent has NumPy's values bit for bit, NaN and signed
-    zeros included: NumPy's loop takes square, sqrt, reciprocal, copy and ones for 2, 0.5, -1, 1
-    and 0 (1 ulp from pow on ~0.1% of values, and at -0.0 and -inf for 0.5), pow for the others.
-    An exponent broadcast along lines goes to pow, in NumPy's loop as in the row's (<= 1 ulp)."""
+    """x ** e for e in 2, 0.5, -1, 1, 0 is x * x, sqrt(x), 1 / x, x and 1 at every element (as
+    NumPy's loop for a scalar exponent computes it: exact, so bit for bit with NumPy on any CPU,
+    NaN and signed zeros included), whether the exponent is one element or varies along lines;
+    other exponents call libm's pow, within 1 ulp of the exact value (not of NumPy's loop, which
+    is SVML's pow on AVX-512 machines)."""
     a = POWER_BASES
     a2 = a[:4096].reshape(64, 64)
     col = np.where(np.arange(64) % 2 == 0, e, 3.0).reshape(64, 1)
@@ -444,8 +437,20 @@ def test_power_scalar_exponent(e):
             rec = Replay(lambda x, b: np.power(x, b), [np.ones(base.shape),
                                                        np.full(np.shape(exponent), 2.5)], (0, 1))
             rec.run([base, exponent])
-            d = ulps(rec.value(rec.y._slot), np.power(base, exponent))
-            assert d.max() <= (1 if np.shape(exponent) == col.shape else 0), np.shape(exponent)
+            got = rec.value(rec.y._slot)
+            ex = np.broadcast_to(exponent, base.shape).reshape(-1)
+            b = base.reshape(-1)
+            for v in np.unique(ex):
+                at = ex == v
+                if v in (2.0, 0.5, -1.0, 1.0, 0.0):
+                    assert ulps(got.reshape(-1)[at], np.power(b[at], v)).max() == 0, v
+                else:
+                    exact = np.power(b[at].astype(np.longdouble), v)
+                    mine = got.reshape(-1)[at]
+                    ok = np.isfinite(exact.astype(np.float64)) & (exact != 0) & np.isfinite(mine)
+                    err = np.abs(mine[ok] - exact[ok]) / np.spacing(
+                        np.abs(exact[ok]).astype(np.float64))
+                    assert err.max() <= 1.0, v
 
 
 def test_power_derivative_fast_exponents_same_bits():
@@ -576,9 +581,12 @@ def test_max_min_of_signed_zero_ties():
                 rec.run([x])
                 got, want = rec.value(rec.y._slot), fn(x, axis=axis)
                 np.testing.assert_array_equal(got, want)  # equal values (+0.0 == -0.0)
-                if (x.size if axis is None else x.shape[axis]) < 8:  # NumPy's scalar loop:
-                    # the same sign of zero too
-                    assert ulps(got, want).max() == 0
+                # the sign of a zero picked among ties is the last tie's (NumPy's loops differ
+                # among themselves there: its SIMD ones combine lanes)
+                lines = np.moveaxis(x, axis, -1) if axis is not None else x.reshape(1, -1)
+                last = np.array([line[line == v][-1] for line, v in
+                                 zip(lines.reshape(-1, lines.shape[-1]), got.reshape(-1))])
+                assert np.array_equal(np.signbit(got.reshape(-1)), np.signbit(last))
 
 
 def test_reduce_special_values():

@@ -218,7 +218,12 @@ def test_binary_scalar_path_special_values(p):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 got = p.ufunc(tape.tensor(a), tape.tensor(b)).item()
                 want = float(p.ufunc(np.float64(a), np.float64(b)))
-            if not _same_value(got, want, 1e-13):
+            if p.name in ("fmax", "fmin") and a == b == 0.0:
+                # a +0.0 / -0.0 tie: the first operand, in every path of ours (NumPy's loops
+                # differ among themselves there)
+                if np.signbit(got) != np.signbit(a):
+                    bad.append((a, b, got, want))
+            elif not _same_value(got, want, 1e-13):
                 bad.append((a, b, got, want))
     assert not bad, f"{p.name}: (a, b, 0-d path, NumPy) {bad}"
 

@@ -1,6 +1,6 @@
 """The vectorizable exp, log, log1p and tanh of the array sweeps (jit/_vmath.py, as rendered into
-jit/_interp.py): within 1 ulp of NumPy's result on every input, special values exact, errors
-against a long double reference bounded, and the loops over them vectorized."""
+jit/_interp.py): errors against a long double reference bounded, special values NumPy's, close to
+whichever loop NumPy runs on this CPU, and the loops over them vectorized."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from numba import config, njit
 
 from jit._interp import _vexp, _vlog, _vlog1p, _vtanh
-from test_compiled import NUMPY_SIMD_MATH
 
 pytestmark = pytest.mark.skipif(config.DISABLE_JIT, reason="the kernels are Numba code")
 
@@ -29,9 +28,10 @@ KERNELS = {"exp": (_loop(_vexp), np.exp), "log": (_loop(_vlog), np.log),
            "log1p": (_loop(_vlog1p), np.log1p), "tanh": (_loop(_vtanh), np.tanh)}
 # error bounds against the exact value, in ulps (measured maxima: 0.88, 0.80, 0.84, 1.04)
 MAX_ERROR = {"exp": 0.9, "log": 0.85, "log1p": 0.9, "tanh": 1.06}
-# on AVX-512 machines NumPy's exp and log are its own SIMD loops, not libm: each side may then be
-# almost 1 ulp off in opposite directions (the bounds against the exact value still hold)
-FROM_NUMPY = 2 if NUMPY_SIMD_MATH else 1
+# NumPy's float64 loops differ by CPU (libm's, its own AVX2 / AVX-512 loops, SVML), each within a
+# few ulps of the exact value (its SIMD tanh up to 3): the contract is against the exact value
+# (MAX_ERROR); this bounds the distance to whichever loop NumPy runs, on any CPU
+FROM_NUMPY = 4
 
 
 def _apply(name, x):
@@ -76,7 +76,7 @@ SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e-310,
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_within_one_ulp_of_numpy(name):
+def test_close_to_numpys_loop(name):
     x = _domain(name, np.random.default_rng(0), 300_000)
     with np.errstate(all="ignore"):
         y, y0 = _apply(name, x), KERNELS[name][1](x)
@@ -87,7 +87,7 @@ def test_within_one_ulp_of_numpy(name):
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_special_values_are_numpys(name):
     """Zeros keep their sign; inf, NaN, overflow, underflow, subnormals and domain edges give
-    NumPy's result, or one ulp from it for finite nonzero results."""
+    NumPy's result, or one close to it (FROM_NUMPY) for finite nonzero results."""
     with np.errstate(all="ignore"):
         y, y0 = _apply(name, SPECIAL), KERNELS[name][1](SPECIAL)
     exact = ~np.isfinite(y0) | (y0 == 0)
@@ -113,7 +113,7 @@ def test_error_against_exact_value(name):
 
 @settings(max_examples=300, deadline=None)
 @given(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(sorted(KERNELS)))
-def test_any_float_within_one_ulp(v, name):
+def test_any_float_close_to_numpy(v, name):
     x = np.array([v])
     with np.errstate(all="ignore"):
         y, y0 = _apply(name, x), KERNELS[name][1](x)
