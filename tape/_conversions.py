@@ -21,6 +21,8 @@ _WHAT = {
     "int": f"int(t) on {_CARRIES} {_LOST}.",
     "index": f"{_CARRIES} used as an integer (an index, range(t), a shape) {_LOST}.",
     "bool": f"bool(t) on {_CARRIES} (`if t:`, `t or ...`) {_LOST}.",
+    "tensor": f"tape.tensor(t) of {_CARRIES} {_LOST}: it makes a new tensor without "
+              "history.",
     "array": f"{_CARRIES} turned into a NumPy array (np.asarray(t), np.array([t0, t1]), "
              f"out[a:b] = t into a NumPy array) {_LOST}.",
 }
@@ -31,6 +33,8 @@ _BUFFER = "out = np.zeros(n); out[i] = t    ->  out = tnp.zeros(n), whose item a
 _STACK = "np.array([t0, t1])               ->  np.stack([t0, t1]) or tnp.array([t0, t1])"
 _TEST = "a test like float(loss) < tol    ->  compare the tensor itself: `if loss < tol:`"
 _VALUE = "a plain value really wanted      ->  t.item() (an array: t.detach().numpy())"
+_COPY = "a copy that keeps the gradient   ->  t.copy() (or tnp.asarray(t), which is t)"
+_DETACH = "a new leaf from the values only  ->  tape.tensor(t.detach(), requires_grad=...)"
 _INT = "an integer really wanted         ->  int(t.item())"
 
 _FIXES = {
@@ -39,6 +43,7 @@ _FIXES = {
     "index": (_INT,),
     "bool": (_TEST, _VALUE),
     "array": (_STACK, _BUFFER, _VALUE),
+    "tensor": (_COPY, _DETACH),
 }
 
 _IN_COMPILE = ("Inside tape.compile every float or float-array argument of f is an input that "

@@ -135,7 +135,9 @@ class Tensor:
 
     # -- construction ---------------------------------------------------------------------------
     def __init__(self, data, requires_grad=False):
-        v = _record.constant(data.detach()._v if type(data) is Tensor else data, "tensor")
+        if type(data) is Tensor and data._rg:
+            raise conversion_error("tensor")
+        v = _record.constant(data._v if type(data) is Tensor else data, "tensor")
         if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biu" \
                 and requires_grad:
             raise TypeError(f"only floating point tensors can require gradients; got dtype "
