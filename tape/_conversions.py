@@ -52,9 +52,9 @@ _IN_COMPILE = ("Inside tape.compile every float or float-array argument of f is 
 
 
 def conversion_error(kind):
-    """The TypeError for converting a tensor that requires grad (`kind`: float, int, index, bool,
-    array): what was attempted, what to write instead, and under tape.compile why data
-    arguments count too."""
+    """The TypeError for converting a tensor that requires grad (`kind`: a key of ``_WHAT``):
+    what was attempted, what to write instead, and under tape.compile why data arguments count
+    too."""
     lines = [f"{_WHAT[kind]} Write instead:"]
     lines += [f"  {fix}" for fix in _FIXES[kind]]
     lines.append("(docs/porting.md lists these idioms and their fixes.)")

@@ -4,6 +4,8 @@ Every function here records on the tape; calling the same ``np.*`` function on a
 same through NumPy's dispatch protocols. Constants such as ``pi`` and plain-value helpers come
 straight from NumPy.
 """
+import builtins as _builtins
+
 import numpy as _np
 
 from . import _numpy_impl as _impl
@@ -41,8 +43,9 @@ array = asarray
 def _holds_tensor(seq):
     from ._tensor import Tensor
 
-    return any(type(x) is Tensor or (isinstance(x, (list, tuple)) and _holds_tensor(x))
-               for x in seq)
+    # builtins.any: this module's own `any` is NumPy's (tnp.any)
+    return _builtins.any(type(x) is Tensor or (isinstance(x, (list, tuple)) and _holds_tensor(x))
+                         for x in seq)
 
 
 def _float_only(dtype, name):

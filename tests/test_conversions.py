@@ -220,7 +220,8 @@ def buffers(x):
     c = tnp.full(2, x[1])
     c[0] = 1.0
     d = tnp.array([x[1], x[0] * 2.0])
-    return np.sum(a * a) + np.sum(b) * x[1] + np.sum(c) + np.sum(d * x)
+    e = tnp.array([[x[0], 2.0], [3.0, x[1]]])  # nested lists too
+    return np.sum(a * a) + np.sum(b) * x[1] + np.sum(c) + np.sum(d * x) + np.sum(e @ e)
 
 
 def test_buffers_record_item_assignment_eager():
