@@ -1,7 +1,7 @@
 """Guards: every place where a recorded value escapes to Python while ``tape.compile`` records.
 
 A compiled tape replays the recorded rows with new inputs. That is only valid while the Python
-code around the rows would have taken the same path: an ``if x > 0``, a ``float(t)`` used as a
+code around the rows would have taken the same path: an ``if x > 0``, a ``t.item()`` used as a
 constant, an index computed by ``argmax``, a mask used to select elements. Each such read is
 noted here with the slots it read and the result Python saw; a replay recomputes the result
 from the replayed values and compares. A different result means a different program: the

@@ -15,6 +15,7 @@ import numpy as np
 from jit.table import HELPERS, OPCODE, OWN_VALUE, TABLE
 
 from ._arrays import _FIELD
+from ._conversions import conversion_error
 from ._state import state
 from ._tape import LEAF, LINK, MAX_ROWS, Tape, current_tape
 
@@ -560,19 +561,18 @@ def getitem(x, key):
 
 
 def _plain_key(key):
-    """Index keys may hold tensors without grad (e.g. from argmax); use their values."""
+    """Index keys may hold tensors without grad (e.g. from argmax); use their values. A key
+    that requires grad is refused: its value leaving the tape is a silent conversion."""
     if type(key) is tuple:
         return tuple(_plain_key(k) for k in key)
     if type(key) is Tensor:
+        if key._rg:
+            raise conversion_error("index")
         v = key._v
         if type(v) is float:
             if v != int(v):
                 raise IndexError("only integers, slices, None, Ellipsis and integer or boolean "
                                  f"arrays are valid indices (got the float tensor value {v})")
-            if state.guards is not None:  # a data-dependent index
-                from . import _guards
-
-                _guards.note(("int",), (key,), int(v))
             return int(v)
         raise IndexError("a float64 tensor cannot index (NumPy only takes integer or boolean "
                          "arrays); index with a plain array, e.g. x[mask] with mask = t > 0")

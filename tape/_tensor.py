@@ -6,6 +6,7 @@ import numpy as np
 from jit.table import OPCODE
 
 from . import _guards, _record
+from ._conversions import conversion_error
 from ._hooks import RemovableHandle, SlotHooks
 from ._record import binary, is_operand, plain, slot_in, unary
 from ._state import state
@@ -134,7 +135,9 @@ class Tensor:
 
     # -- construction ---------------------------------------------------------------------------
     def __init__(self, data, requires_grad=False):
-        v = _record.constant(data.detach()._v if type(data) is Tensor else data, "tensor")
+        if type(data) is Tensor and data._rg:
+            raise conversion_error("tensor")
+        v = _record.constant(data._v if type(data) is Tensor else data, "tensor")
         if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biu" \
                 and requires_grad:
             raise TypeError(f"only floating point tensors can require gradients; got dtype "
@@ -269,36 +272,53 @@ class Tensor:
                             "supported (use t.detach().numpy().astype(...) for plain values)")
         return self.copy() if copy else self
 
-    # -- conversions: Python control flow needs values ----------------------------------------
+    # -- conversions: a value that carries a gradient leaves only by an explicit name ---------
+    # float(t), math.exp(t), '%f' % t, out[i] = t into an ndarray, np.asarray(t) and the like
+    # hand Python a plain value, and every gradient through it would be zero without a word. So
+    # they are refused for a tensor that requires grad (a leaf, a result with history, a dual
+    # number); t.item(), t.tolist(), t.numpy() and t.detach() say what they return.
     def __float__(self):
-        return float(self.item())
+        if self._rg:
+            raise conversion_error("float")
+        return self.item()
 
     def __int__(self):
+        if self._rg:
+            raise conversion_error("int")
         return int(self.item())
 
     def __bool__(self):
-        r = bool(np.reshape(self._v, -1)[0]) if self.size == 1 else bool(np.asarray(self._v))
-        if state.guards is not None:
-            _guards.note(("bool",), (self,), r)
-        return r
+        if self._rg:
+            raise conversion_error("bool")
+        return bool(np.reshape(self._v, -1)[0]) if self.size == 1 else bool(np.asarray(self._v))
 
     def __index__(self):
+        if self._rg:
+            raise conversion_error("index")
         x = self.item()
         if x != int(x):
             raise TypeError(f"only integer-valued tensors can be used as an index (got {x})")
         return int(x)
 
     def __complex__(self):
+        if self._rg:
+            raise conversion_error("float")
         return complex(self.item())
 
     def __array__(self, dtype=None, copy=None):
         if self._rg:
-            raise TypeError(
-                "can't convert a tensor that requires grad to a NumPy array: the gradient would "
-                "be lost silently. Use t.detach().numpy() for the values, or call a tape.numpy / "
-                "np.* function that tapejit supports on the tensor itself.")
+            raise conversion_error("array")
         v = np.asarray(self._v)
         return v.astype(dtype) if dtype is not None else v
+
+    def __format__(self, spec):
+        # a string for display feeds no arithmetic: it may show the value, and is no guard
+        if not spec:
+            return str(self)
+        if self.ndim:
+            raise TypeError(f"unsupported format string {spec!r} for a tensor of shape "
+                            f"{self.shape} (format its elements, or t.detach().numpy())")
+        return format(float(self._v), spec)
 
     def __repr__(self):
         body = np.array2string(np.asarray(self._v), separator=", ", prefix="tensor(")

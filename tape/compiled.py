@@ -7,7 +7,7 @@ the jitted interpreters and no Python per op.
 Every positional array (or float) argument is an input slot of the recording, so nothing that
 should be an input is frozen; other arguments (ints, strings, None, tuples of them) are static
 and part of the recording's identity. Where the function read a recorded value in Python while
-recording (``if x > 0``, ``float(t)``, an ``argmax`` used as an index, a boolean mask), a guard
+recording (``if x > 0``, ``t.item()``, an ``argmax`` used as an index, a boolean mask), a guard
 was noted (``_guards``); a replay checks every guard against the replayed values and, when one
 differs, records the function again at the new arguments (a new *variant*, cached, at most
 ``max_variants`` of them, least recently used first out). A result is never stale.

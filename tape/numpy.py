@@ -4,6 +4,8 @@ Every function here records on the tape; calling the same ``np.*`` function on a
 same through NumPy's dispatch protocols. Constants such as ``pi`` and plain-value helpers come
 straight from NumPy.
 """
+import builtins as _builtins
+
 import numpy as _np
 
 from . import _numpy_impl as _impl
@@ -22,25 +24,65 @@ deg2rad, rad2deg, radians, degrees = _np.deg2rad, _np.rad2deg, _np.radians, _np.
 
 
 def asarray(a, dtype=None):
-    """A tensor stays a tensor; anything else becomes a float64 constant tensor."""
+    """A tensor stays a tensor; a list or tuple that holds tensors is stacked (recorded, so
+    ``tnp.array([x[1], -x[0]])`` keeps its gradient); anything else becomes a float64 constant
+    tensor."""
     from ._tensor import Tensor, tensor
 
-    return a if type(a) is Tensor else tensor(a)
+    _float_only(dtype, "asarray")
+    if type(a) is Tensor:
+        return a
+    if isinstance(a, (list, tuple)) and _holds_tensor(a):
+        return _impl.stack([asarray(x) for x in a])
+    return tensor(a)
 
 
 array = asarray
 
 
-def zeros(shape):
+def _holds_tensor(seq):
+    from ._tensor import Tensor
+
+    # builtins.any: this module's own `any` is NumPy's (tnp.any)
+    return _builtins.any(type(x) is Tensor or (isinstance(x, (list, tuple)) and _holds_tensor(x))
+                         for x in seq)
+
+
+def _float_only(dtype, name):
+    if dtype is not None and _np.dtype(dtype) != _np.float64:
+        raise TypeError(f"tnp.{name}: tapejit tensors are float64; dtype={_np.dtype(dtype)} is "
+                        f"not supported (use np.{name} for plain integer or boolean arrays)")
+
+
+# Buffers: constant tensors whose item assignment records (``out[i] = x[i] ** 2`` keeps the
+# gradient), the drop-in for a preallocated np.zeros / np.empty that a loop fills in.
+def zeros(shape, dtype=None):
     from ._tensor import tensor
 
+    _float_only(dtype, "zeros")
     return tensor(_np.zeros(shape))
 
 
-def ones(shape):
+def empty(shape, dtype=None):
+    """Zeros, not garbage: an element read before it is written is 0.0, never stale memory."""
+    _float_only(dtype, "empty")
+    return zeros(shape)
+
+
+def ones(shape, dtype=None):
     from ._tensor import tensor
 
+    _float_only(dtype, "ones")
     return tensor(_np.ones(shape))
+
+
+def full(shape, fill_value, dtype=None):
+    """A buffer filled with `fill_value` (a tensor with history records: its gradient is the
+    sum over the elements not overwritten)."""
+    _float_only(dtype, "full")
+    buf = zeros(shape)
+    buf[...] = fill_value
+    return buf
 
 
 def arange(*args):

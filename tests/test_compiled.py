@@ -123,9 +123,9 @@ def test_guards_on_data_dependent_indexing():
     assert cf.stats()["hits"] >= 1  # the second point takes the same path
 
 
-def test_float_read_is_guarded_exactly():
+def test_value_read_is_guarded_exactly():
     def f(x):
-        s = float(np.sum(x))  # the value itself escapes: any change is a new program
+        s = np.sum(x).item()  # the value itself escapes: any change is a new program
         return np.sum(x * s)
 
     cf = tape.compile(f, np.ones(2))
@@ -137,7 +137,7 @@ def test_float_read_is_guarded_exactly():
 
 def test_variant_bound_warns_and_keeps_results_right():
     def f(x):
-        return np.sum(x) * float(x[0])
+        return np.sum(x) * x[0].item()
 
     cf = tape.compile(f, np.ones(2), max_variants=2)
     with warnings.catch_warnings(record=True) as w:
@@ -758,7 +758,7 @@ def test_no_lean_call_for_guards_escapes_or_large_inputs():
     X = rng.normal(size=(6, 6))
 
     def guarded(w):
-        return np.sum(w * w) if float(np.sum(w)) > 0 else np.sum(w)
+        return np.sum(w * w) if np.sum(w).item() > 0 else np.sum(w)
 
     def escaped(w):
         return np.sum(np.linalg.inv(X + np.diag(w * w + 3.0)))

@@ -282,7 +282,7 @@ def test_unpack_in_a_loop_works_incrementally():
         ts = []
         for _ in range(50):
             y = np.sin(y) + 0.1 * x
-            ts.append(float(fwAD.unpack_dual(y).tangent))
+            ts.append(fwAD.unpack_dual(y).tangent.item())
     # the same derivative by the recurrence dy = cos(y_prev) dy_prev + 0.1
     y, dy, want = 0.3, 1.0, []
     for _ in range(50):
@@ -299,8 +299,8 @@ def test_two_levels_give_second_derivatives():
             y = np.sin(xi) * xi
             dy = fwAD.unpack_dual(y, level=inner).tangent  # sin x + x cos x, dual at outer
         d2y = fwAD.unpack_dual(dy, level=outer).tangent
-    assert float(dy) == pytest.approx(np.sin(0.7) + 0.7 * np.cos(0.7), rel=1e-14)
-    assert float(d2y) == pytest.approx(2 * np.cos(0.7) - 0.7 * np.sin(0.7), rel=1e-13)
+    assert dy.item() == pytest.approx(np.sin(0.7) + 0.7 * np.cos(0.7), rel=1e-14)
+    assert d2y.item() == pytest.approx(2 * np.cos(0.7) - 0.7 * np.sin(0.7), rel=1e-13)
 
 
 def test_three_levels_give_third_derivatives():
@@ -314,7 +314,7 @@ def test_three_levels_give_third_derivatives():
                 d1 = fwAD.unpack_dual(y, level=l3).tangent
             d2 = fwAD.unpack_dual(d1, level=l2).tangent
         d3 = fwAD.unpack_dual(d2, level=l1).tangent
-    assert float(d3) == pytest.approx(24 * 1.5, rel=1e-13)
+    assert d3.item() == pytest.approx(24 * 1.5, rel=1e-13)
 
 
 def test_mixed_levels_in_one_op():
