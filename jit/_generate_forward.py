@@ -847,30 +847,32 @@ def _family_kernels():
 
 ELEMENTWISE = '''
 
-SIG_ELEMENTWISE = "void(int64, int64, int64, int64, float64[::1], int64[::1])"
+SIG_ELEMENTWISE = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def elementwise(code, a, b, field, y, IA):
-    """y = the value of one unary or binary array row (``code`` with its flags, as recorded) of
-    float64 C-contiguous operands a and b, by the loop a sweep runs for that row. The eager
-    recorder computes the primitives in ``jit.table.OWN_VALUE`` here, so that an eager value and
-    its replay are the same bits on any CPU (NumPy's own loops for them differ by CPU).
+def elementwise(code, a, b, y, n, field, IA):
+    """y = the value of one unary or binary array row of n elements (``code`` with its flags, as
+    recorded) of float64 C-contiguous operands a and b, by the loop a sweep runs for that row.
+    The eager recorder computes the primitives in ``jit.table.OWN_VALUE`` here, so that an eager
+    value and its replay are the same bits on any CPU (NumPy's own loops for them differ by CPU).
 
-    a, b: the operands' array objects (``id``) with the byte offset of the data pointer inside
-    one (``field``), or, for field < 0, their data addresses; the caller keeps them alive. (Not
-    arrays: a read-only one, such as a leaf's buffer, would compile another signature.) Flags
+    a, b, y: the arrays' objects (``id``) with the byte offset of the data pointer inside one
+    (``field``), or, for field < 0, their data addresses; the caller keeps them alive. (Not
+    arrays: a read-only one, such as a leaf's buffer, would compile another signature, and
+    typing array arguments costs more than the loop on small ones.) Flags
     1 / 2: a / b has one element; flag 16: the strided broadcast nest at IA[2:11]
     (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
     entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
     ~13 s longer, once; loaded from the cache after)."""
     pa = a if field < 0 else _ld_word(a + field)
     pb = b if field < 0 else _ld_word(b + field)
+    py = y if field < 0 else _ld_word(y + field)
     W = np.empty(0)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, y.size, 0, pa, pb, _addr(y), IA, W)
+        _forward_unary(code, n, 0, pa, pb, py, IA, W)
     else:
-        _forward_binary(code, y.size, 0, pa, pb, _addr(y), IA, W)
+        _forward_binary(code, n, 0, pa, pb, py, IA, W)
 '''
 
 

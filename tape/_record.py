@@ -235,16 +235,27 @@ _handle = id if _FIELD is not None else (lambda a: a.ctypes.data)
 _REAL = frozenset("biuf")  # dtype kinds an elementwise operand converts to float64 exactly
 
 
+def _elementwise():
+    global _run
+    from jit import elementwise
+
+    _run = elementwise
+    return elementwise
+
+
+def _run(*args):  # jit.elementwise, imported on first use (import tape does not load Numba)
+    return _elementwise()(*args)
+
+
 def own_unary(code, xv):
     """f(xv) for a primitive in ``OWN_VALUE``, by the loop a replay runs for its row (so the same
     bits on any CPU, where NumPy's ufunc picks a per-CPU loop); a float for 0-d, as
     ``check_dtype``."""
-    from jit import elementwise
-
-    x = np.asarray(xv, dtype=F64, order="C")
+    x = xv if type(xv) is np.ndarray and xv.dtype is F64 and xv.flags.c_contiguous else \
+        np.asarray(xv, dtype=F64, order="C")
     y = np.empty(x.shape)
     ax = _handle(x)
-    elementwise(code, ax, ax, _FIELD_OFFSET, y.reshape(-1), _NO_IA)
+    _run(code, ax, ax, _handle(y), y.size, _FIELD_OFFSET, _NO_IA)
     return y if y.ndim else float(y)
 
 
@@ -258,9 +269,10 @@ def own_binary(code, av, bv):
     b = bv if type(bv) is np.ndarray else np.asarray(bv)
     if a.dtype.kind not in _REAL or b.dtype.kind not in _REAL:
         return None
-    shape = np.broadcast_shapes(a.shape, b.shape)
-    n = math.prod(shape)
+    shape = a.shape if a.shape == b.shape or not b.ndim else b.shape if not a.ndim else \
+        np.broadcast_shapes(a.shape, b.shape)
     y = np.empty(shape)
+    n = y.size
     if n == 0:
         return y
     fa, fb = a.size == 1 and n != 1, b.size == 1 and n != 1
@@ -276,11 +288,11 @@ def own_binary(code, av, bv):
                 a = np.broadcast_to(a, shape)
             if b.size != n and not fb:
                 b = np.broadcast_to(b, shape)
-    from jit import elementwise
-
-    a = np.asarray(a, dtype=F64, order="C")
-    b = np.asarray(b, dtype=F64, order="C")
-    elementwise(code | flags << 8, _handle(a), _handle(b), _FIELD_OFFSET, y.reshape(-1), ia)
+    if a.dtype is not F64 or not a.flags.c_contiguous:
+        a = np.asarray(a, dtype=F64, order="C")
+    if b.dtype is not F64 or not b.flags.c_contiguous:
+        b = np.asarray(b, dtype=F64, order="C")
+    _run(code | flags << 8, _handle(a), _handle(b), _handle(y), n, _FIELD_OFFSET, ia)
     return y
 
 
