@@ -53,6 +53,7 @@ PLAIN = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_
          np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.isnan, np.isinf,
          np.isfinite, np.signbit}
 _guards.ALLOWED.update(f.__name__ for f in PLAIN | ZERO_GRAD)
+UFUNC_FUNCS = {}  # ufuncs written as compositions (tape/_compositions.py): ufunc -> function
 
 
 def _ufunc_call(ufunc, inputs, kwargs):
@@ -75,6 +76,10 @@ def _ufunc_call(ufunc, inputs, kwargs):
         r = binary(OPCODE["multiply"], inputs[0], 180.0 / math.pi)
     elif ufunc in (np.remainder, np.fmod):
         r = mod(*inputs) if ufunc is np.remainder else _fmod(*inputs)
+    elif ufunc in UFUNC_FUNCS:
+        if out is not None:
+            raise TypeError(f"numpy.{ufunc.__name__}: out= is not supported on tapejit tensors")
+        return UFUNC_FUNCS[ufunc](*inputs)
     else:
         code = UFUNC_CODE.get(ufunc)
         if code is None:
@@ -130,14 +135,20 @@ def array_function(func, types, args, kwargs):
 
 
 def mod(a, b):
-    """a mod b = a - b * floor(a / b): gradient 1 for a, -floor(a / b) for b."""
+    """a mod b = a - b * floor(a / b): gradient 1 for a, -floor(a / b) for b. The quotient is a
+    constant of the recording: guarded, so a replay whose quotient differs records again."""
     q = np.floor_divide(raw(a), raw(b))
+    if rec.state.guards is not None:
+        _guards.note(("zero_grad", "floor_divide"), (a, b), rec.check_dtype(q, "floor_divide"))
     return binary(OPCODE["subtract"], a, binary(OPCODE["multiply"], b, plain(rec.check_dtype(
         q, "mod"))))
 
 
 def _fmod(a, b):
     q = np.trunc(np.true_divide(raw(a), raw(b)))
+    if rec.state.guards is not None:  # the quotient, guarded as in mod (trunc of a recorded a / b)
+        _guards.note(("zero_grad", "trunc"), (binary(OPCODE["divide"], a, b),),
+                     rec.check_dtype(q, "trunc"))
     return binary(OPCODE["subtract"], a, binary(OPCODE["multiply"], b, plain(rec.check_dtype(
         q, "fmod"))))
 
@@ -401,6 +412,8 @@ def sort(a, axis=-1, kind=None, order=None, stable=None):
     if axis is None:
         a, axis = ravel(a), -1
     order_ = np.argsort(a._v, axis=axis, kind="stable")
+    if rec.state.guards is not None:  # the permutation is a constant of the recording: guarded
+        _guards.note(("values", "argsort", (("axis", axis), ("kind", "stable"))), (a,), order_)
     return take_along_axis(a, order_, axis)
 
 

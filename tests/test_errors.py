@@ -206,12 +206,12 @@ def test_grad_outputs_count_must_match():
 
 def test_unsupported_numpy_function_names_it():
     x = leaf([1.0, 2.0])
-    with pytest.raises(TypeError, match="numpy.convolve.*not supported.*detach"):
-        np.convolve(x, x)
+    with pytest.raises(TypeError, match="numpy.i0.*not supported.*detach"):
+        np.i0(x)
     with pytest.raises(TypeError, match="fft"):
         np.fft.fft(x)
-    with pytest.raises(TypeError, match="numpy.ldexp"):
-        np.ldexp(x, 2)
+    with pytest.raises(TypeError, match="numpy.gcd"):
+        np.gcd(x, x)
     with pytest.raises(TypeError, match="numpy.add.outer"):
         np.add.outer(x, x)
 

@@ -369,12 +369,12 @@ def test_floordiv_and_mod():
 
 @pytest.mark.parametrize("call, name", [
     (lambda x: np.fft.fft(x), "fft"),
-    (lambda x: np.convolve(x, x), "convolve"),
+    (lambda x: np.i0(x), "i0"),
     (lambda x: np.linalg.eigh(np.outer(x, x)), "eigh"),
-    (lambda x: np.interp(0.5, x, x), "interp"),
-    (lambda x: np.ldexp(x, 2), "ldexp"),
+    (lambda x: np.nanmedian(x), "nanmedian"),
+    (lambda x: np.gcd(x, x), "gcd"),
     (lambda x: np.cumsum(x, out=np.empty(3)), "cumsum"),
-], ids=["fft", "convolve", "eigh", "interp", "ldexp", "cumsum-out"])
+], ids=["fft", "i0", "eigh", "nanmedian", "gcd", "cumsum-out"])
 def test_unsupported_numpy_function_raises_type_error_naming_it(call, name):
     x = tape.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     with pytest.raises(TypeError, match=name):
