@@ -495,6 +495,7 @@ def _zero_grad(fn):
             _guards.note(("zero_grad", fn.__name__), (x,), r._v)
         return r
 
+    impl.zero_grad = True  # (the coverage table lists it as piecewise constant)
     return impl
 
 
@@ -1022,6 +1023,8 @@ def matrix_power(a, n):
     return result
 
 
+implements(np.row_stack, name="row_stack")(lambda tup, *, dtype=None, casting="same_kind":
+                                          np.vstack(tup))
 implements(np.linalg.matrix_transpose)(matrix_transpose)
 implements(np.linalg.outer)(lambda x1, x2, /: np.outer(x1, x2))
 implements(np.linalg.tensordot)(lambda x1, x2, /, *, axes=2: np.tensordot(x1, x2, axes=axes))

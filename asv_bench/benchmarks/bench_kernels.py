@@ -355,3 +355,36 @@ class VectorMath:
 
     def time_numpy_ufunc(self, name):
         self.ufunc(self.x, out=self.y)
+
+
+_COMPOSITIONS = {
+    "median": lambda a: np.median(a, axis=1),
+    "quantile": lambda a: np.quantile(a, 0.3, axis=1),
+    "nanmean": lambda a: np.nanmean(a, axis=1),
+    "cov": lambda a: np.cov(a),
+    "interp": lambda a: np.interp(a[0], np.linspace(-3.0, 3.0, 16), np.cos(np.arange(16.0))),
+    "convolve": lambda a: np.convolve(a[0], a[1, :5]),
+    "trapezoid": lambda a: np.trapezoid(a, axis=1),
+    "gradient": lambda a: np.gradient(a, axis=1),
+}
+
+
+class RecordCompositions:
+    """Recording one NumPy function built from recorded ops (tape/_compositions.py) on a small
+    (8, 64) array, against NumPy's own call on the array (ratios, not absolute times)."""
+
+    params = sorted(_COMPOSITIONS)
+    param_names = ["function"]
+
+    @setup_once
+    def setup(self, name):
+        self.a = np.random.default_rng(0).normal(size=(8, 64))
+        self.f = _COMPOSITIONS[name]
+        self.loss = lambda a: np.sum(self.f(a))
+        tape.vjp(self.loss, self.a)
+
+    def time_tapejit(self, name):
+        tape.vjp(self.loss, self.a)
+
+    def time_numpy(self, name):
+        self.f(self.a)

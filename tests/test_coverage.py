@@ -1,0 +1,63 @@
+"""docs/coverage.md is generated, complete, and true where a smoke call can tell."""
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import tape
+from tape import _coverage
+
+ROWS, UNKNOWN = _coverage.table()
+
+
+def test_every_numpy_callable_is_classified():
+    assert not UNKNOWN, f"classify these in tape/_coverage.py: {UNKNOWN}"
+
+
+def test_the_table_is_fresh():
+    with open(_coverage.OUT) as f:
+        assert f.read() == _coverage.render(), "run python -m tape._coverage"
+
+
+def _obj(qualname):
+    return dict(_coverage.public_callables())[qualname]
+
+
+def _leaf():
+    return tape.tensor(np.linspace(0.2, 0.8, 12).reshape(3, 4), requires_grad=True)
+
+
+def _smoke(fn):
+    """fn on a leaf tensor (as many as a ufunc takes): the error it raises, or None."""
+    x = _leaf()
+    args = (x,) * (fn.nin if isinstance(fn, np.ufunc) else 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001
+            return e
+    return None
+
+
+@pytest.mark.parametrize("qualname", [r[0] for r in ROWS if r[1] == _coverage.DIFFERENTIABLE])
+def test_a_differentiable_function_is_not_refused(qualname):
+    """One call on a tensor: it may want more arguments, but never says it is unsupported."""
+    err = _smoke(_obj(qualname))
+    assert not (isinstance(err, TypeError) and "not supported" in str(err)
+                and qualname.split(".")[-1] in str(err)), err
+
+
+@pytest.mark.parametrize("qualname", [r[0] for r in ROWS if r[1] == _coverage.NOT_YET])
+def test_a_function_not_covered_yet_refuses_a_gradient(qualname):
+    """Never a silent value: a tensor that carries a gradient gets a TypeError, or the call
+    fails on its other arguments before any value is computed."""
+    fn = _obj(qualname)
+    err = _smoke(fn)
+    assert err is not None, f"{qualname} returned a value for a tensor with a gradient"
+    if isinstance(err, TypeError) and ("missing" in str(err) or "required" in str(err)):
+        params = inspect.signature(fn).parameters if not isinstance(fn, np.ufunc) else {}
+        assert len([p for p in params.values() if p.default is p.empty]) > 1, err
+        return
+    assert isinstance(err, TypeError), (qualname, err)
