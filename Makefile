@@ -119,6 +119,7 @@ warmup: $(VENV)/.installed-test
 generate:
 	$(PY) -m jit._generate
 	$(PY) -m jit._generate_tangent
+	$(PY) -m tape._coverage
 
 clean:
 	rm -rf .numba_cache .pytest_cache .hypothesis

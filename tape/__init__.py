@@ -29,3 +29,13 @@ __all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load
            "pipelining", "forward_ad", "optimize", "jvp", "linearize", "jacfwd", "jacrev", "jacobian",
            "hessian", "hvp",
            "grad", "value_and_grad", "vjp", "gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+def __getattr__(name):
+    # tape.distributed without `import tape.distributed`: it imports Dask only when a client is
+    # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError
+    if name == "distributed":
+        import importlib
+
+        return importlib.import_module("tape.distributed")
+    raise AttributeError(f"module 'tape' has no attribute {name!r}")

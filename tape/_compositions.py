@@ -753,6 +753,30 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return np.where(np.asarray(x > xp[-1]), fp[-1] if right is None else right, y)
 
 
+@implements(np.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """NumPy's formula, arange(num) * step + start with the last point set to stop, on
+    tensors: differentiable in start and stop."""
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        raise TypeError("numpy.linspace: tapejit tensors are float64")
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    delta = stop - start
+    shape = (-1,) + (1,) * _nd(delta)
+    y = np.reshape(np.arange(0.0, num), shape)
+    step = delta / div if div > 0 else delta * np.nan
+    y = y * step + start if div > 0 else y * delta + start
+    if endpoint and num > 1:
+        shape = np.shape(raw(delta))
+        last = np.reshape(np.broadcast_to(stop * 1.0, shape), (1,) + shape)
+        y = np.concatenate([y[:-1], last])
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    return (y, step) if retstep else y
+
+
 # ---------------------------------------------------------------------------------------------
 # Array manipulation
 

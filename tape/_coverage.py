@@ -94,7 +94,6 @@ NOT_YET_WHY = {
     "polydiv": "a division loop over coefficients",
     "polyfit": "a least-squares solve (linalg.lstsq)",
     "trim_zeros": "its length depends on the values",
-    "linspace": "differentiable in start and stop, not written yet (tnp.linspace of numbers)",
     "logspace": "differentiable in start and stop, not written yet",
     "geomspace": "differentiable in start and stop, not written yet",
 }

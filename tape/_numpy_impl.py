@@ -83,7 +83,7 @@ def _ufunc_call(ufunc, inputs, kwargs):
     else:
         code = UFUNC_CODE.get(ufunc)
         if code is None:
-            raise TypeError(f"numpy.{ufunc.__name__} is not supported on tapejit tensors "
+            raise TypeError(f"{_ufunc_name(ufunc)} is not supported on tapejit tensors "
                             "(use t.detach().numpy() if you only need values)")
         r = unary(code, as_tensor(inputs[0])) if ufunc.nin == 1 else binary(code, *inputs)
     if out is None:
@@ -104,6 +104,19 @@ def _ufunc_call(ufunc, inputs, kwargs):
         return target
     target._rebind(r)
     return target
+
+
+def _ufunc_name(ufunc):
+    """The ufunc's name where users call it: numpy.exp, scipy.special.gammaln, ..."""
+    import sys
+
+    name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return f"numpy.{name}"
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is ufunc:
+        return f"scipy.special.{name}"
+    return f"the ufunc {name}"
 
 
 def array_ufunc(ufunc, method, inputs, kwargs):

@@ -85,16 +85,35 @@ def full(shape, fill_value, dtype=None):
     return buf
 
 
-def arange(*args):
+def arange(*args, dtype=None):
+    """NumPy's dtypes: integer arguments give a plain integer array (it can index and count),
+    float ones a float64 constant tensor."""
     from ._tensor import tensor
 
-    return tensor(_np.arange(*args, dtype=float))
+    r = _np.arange(*args, dtype=dtype)
+    return r if r.dtype.kind in "biu" else tensor(r.astype(_np.float64))
 
 
-def linspace(*args, **kwargs):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """A float64 tensor; differentiable in `start` and `stop` when they are tensors."""
+    from ._tensor import Tensor, tensor
+
+    _float_only(dtype, "linspace")
+    if isinstance(start, Tensor) or isinstance(stop, Tensor):
+        return _np.linspace(start, stop, num, endpoint, retstep, axis=axis)
+    return tensor(_np.linspace(start, stop, num, endpoint, retstep, axis=axis)) if not retstep \
+        else tuple(tensor(v) for v in _np.linspace(start, stop, num, endpoint, True, axis=axis))
+
+
+def eye(N, M=None, k=0, dtype=None):
     from ._tensor import tensor
 
-    return tensor(_np.linspace(*args, **kwargs))
+    _float_only(dtype, "eye")
+    return tensor(_np.eye(N, M, k))
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
 
 
 from . import linalg  # noqa: E402  (tnp.linalg.norm, det, ...)

@@ -113,6 +113,9 @@ CASES = [
     ("correlate-valid-longer-v", lambda a, v: np.correlate(a, v), [R(3), R(5, seed=1)]),
     ("interp", lambda x, xp, fp: np.interp(x, xp, fp), [XQ, XP, FP]),
     ("interp-left-right", lambda x, fp: np.interp(x, XP, fp, left=-5.0, right=4.0), [XQ, FP]),
+    ("linspace", lambda a, b: np.linspace(a, b, 5), [R(), R(2, seed=1)]),
+    ("linspace-open-axis", lambda a, b: np.linspace(a, b, 4, endpoint=False, axis=1),
+     [R(3), R(3, seed=1)]),
     ("append", lambda a, b: np.append(a, b, axis=0), [R(2, 3), R(1, 3, seed=1)]),
     ("delete", lambda a: np.delete(a, [0, 2], axis=1), [R(2, 4)]),
     ("insert", lambda a, v: np.insert(a, [0, 2, 2], v, axis=1), [R(2, 3), R(2, 3, seed=1)]),
@@ -272,3 +275,14 @@ def test_tape_numpy_exports_the_compositions():
                  "trapezoid", "cov", "kron", "cross", "polyval", "sinc", "unwrap"):
         assert callable(getattr(tnp, name)), name
     assert np.isclose(tnp.median(x).item(), np.median(x.detach().numpy()))
+
+
+def test_constructors_keep_numpys_dtypes():
+    assert tnp.arange(3).dtype == np.int64 and np.array_equal(np.arange(5.0)[tnp.arange(3)],
+                                                              [0.0, 1.0, 2.0])
+    assert isinstance(tnp.arange(0.5, 2.0), tape.Tensor)
+    assert np.array_equal(tnp.eye(3, k=1).numpy(), np.eye(3, k=1))
+    assert np.array_equal(tnp.identity(2).numpy(), np.eye(2))
+    g = tape.grad(lambda a, b: np.sum(tnp.linspace(a, b, 4) * np.arange(1.0, 5.0)),
+                  argnums=(0, 1))(0.5, 2.0)
+    np.testing.assert_allclose(g, [10.0 / 3.0, 20.0 / 3.0], rtol=1e-15)

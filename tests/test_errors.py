@@ -384,3 +384,18 @@ def test_has_aux_needs_a_pair_nested_too():
                                                      .sum())(x))):
         with pytest.raises(TypeError, match="has_aux=True requires f to return a pair"):
             transform(f)(np.ones(2))
+
+
+def test_scipy_ufuncs_are_named_as_scipy_special():
+    special = pytest.importorskip("scipy.special")
+    with pytest.raises(TypeError, match=r"scipy\.special\.gammaln is not supported"):
+        special.gammaln(leaf([1.0, 2.0]))
+
+
+def test_tape_distributed_loads_on_first_use():
+    import subprocess
+    import sys
+
+    code = "import tape; print(tape.distributed.map_value_and_grad.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "map_value_and_grad"
