@@ -309,9 +309,9 @@ def _logaddexp(a, b):
 
 
 @njit(error_model="numpy")
-def _power(a, b):
-    # NumPy's fast exponents, at every element and in 0-d too (one rounding or none, where pow
-    # may be an ulp off; (-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 NaN, as sqrt gives)
+def _power_fast(a, b):
+    # x ** b for NumPy's fast exponents 2, 0.5, -1, 1 and 0: one rounding or none, where pow may
+    # be an ulp off ((-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 NaN, as sqrt gives)
     if b == 2.0:
         return a * a
     if b == 0.5:
@@ -320,8 +320,14 @@ def _power(a, b):
         return 1.0 / a
     if b == 1.0:
         return a
-    if b == 0.0:
-        return 1.0
+    return 1.0
+
+
+@njit(error_model="numpy")
+def _power(a, b):
+    # the fast exponents at every element and in 0-d too, as NumPy's loop for a scalar exponent
+    if b == 2.0 or b == 0.5 or b == -1.0 or b == 1.0 or b == 0.0:
+        return _power_fast(a, b)
     # a negative finite base to a non-integer power is NaN (Python's ** would go complex);
     # -inf follows C's pow: inf or 0
     if a < 0.0 and a > -inf and abs(b) < inf and b != int(b):
