@@ -2,7 +2,7 @@
 and by `make fuzz-load` (more), in a subprocess.
 
 Tapes of several shapes (matmuls, reductions and scans, gathers and scatters, escapes, guards,
-strided broadcasts) are saved; each case changes one field (an element of an array member, a
+strided broadcasts, empty operands) are saved; each case changes one field (an element of an array member, a
 leaf or a container of the metadata, a member's dtype, shape or presence) and loads the file.
 A case must be refused by ``tape.load`` with a ValueError, or load and replay to a value and a
 gradient that agree: the same value from ``cf(x)``, and the gradient's directional derivative
@@ -61,6 +61,11 @@ def broadcasts(w, c):
     return np.sum(np.tanh(w[:4, None] - w[None, :5]) * c + (w[:4, None] * w[None, :5]) ** 2)
 
 
+def empties(x, c):  # empty operands: loops whose bounds no size implies (a batch, a line)
+    return (np.sum(np.tanh(x) @ c) + np.sum(np.prod(c, axis=0)) + np.sum(np.cumsum(c, axis=1))
+            + np.sum(x ** 2))
+
+
 def _tapes():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 30))
@@ -69,7 +74,8 @@ def _tapes():
             (gathers, (rng.normal(size=6), np.array([0, 5, 2]))),
             (escapes, (rng.normal(size=30), X)),
             (guards, (np.abs(rng.normal(size=5)) + 0.5,)),
-            (broadcasts, (rng.normal(size=6), rng.normal(size=(4, 5))))]
+            (broadcasts, (rng.normal(size=6), rng.normal(size=(4, 5)))),
+            (empties, (rng.normal(size=(2, 2)), np.ones((2, 0))))]
 
 
 def _saved(f, args):
