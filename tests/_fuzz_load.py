@@ -6,7 +6,7 @@ strided broadcasts, empty operands) are saved; each case changes one field (an e
 leaf or a container of the metadata, a member's dtype, shape or presence) and loads the file.
 A case must be refused by ``tape.load`` with a ValueError, or load and replay to a value and a
 gradient that agree: the same value from ``cf(x)``, and the gradient's directional derivative
-equal to central differences of the replayed value. A case that runs longer than TIMEOUT
+equal to central differences of the replayed value and to ``cf.jvp`` (the tangent kernels). A case that runs longer than TIMEOUT
 seconds ends the process (faulthandler's watchdog thread needs no GIL: it works while a kernel
 spins), naming the case on stdout first. (tests/_fuzz_saved_tape.py applies random bursts of
 mutations to one tape and checks only that nothing crashes.)
@@ -222,10 +222,18 @@ def check(buf, args, rng):
               - cf(*args[:i], args[i] - h * u, *args[i + 1:])) / (2 * h)
     except RuntimeError:  # a guard that the step crosses
         return "replayed"
-    g = gs[0]
-    gu = float(np.sum(g * u))
+    gu = float(np.sum(gs[0] * u))
     if np.isfinite(fd) and abs(fd - gu) > 1e-4 * (1.0 + abs(fd) + abs(gu)) * (1.0 + abs(v)):
         return f"problem: gradient . u = {gu!r}, central differences {fd!r}"
+    try:  # forward mode (the tangent kernels) must agree with reverse mode
+        jv = cf.jvp(args, tuple(u if j == 0 else np.zeros(np.shape(args[k]))
+                                for j, k in enumerate(nums)))[1]
+    except RuntimeError:
+        return "replayed"
+    except Exception as e:  # noqa: BLE001 - checked at load, or a problem
+        return f"problem: jvp raised {type(e).__name__}: {e}"
+    if abs(jv - gu) > 1e-8 * (1.0 + abs(jv) + abs(gu)) * (1.0 + abs(v)):
+        return f"problem: gradient . u = {gu!r}, jvp {jv!r}"
     return "replayed"
 
 
