@@ -3,9 +3,10 @@
 A file holds one recording: the tape's arrays (rows, side rows, attributes, 0-d values), the
 shapes and constant values of its array slots, which slots are the inputs and the output, the
 escape rows' shapes and the guards (by name, with their recorded results), plus the format
-version and the table hash. Loading validates every opcode, slot index, offset and length
-against the table's families before any kernel sees the arrays, so a truncated, corrupted or
-hostile file raises ``ValueError`` and never crashes the process.
+version and the table hash. Loading checks every member and field (docs/security.md lists
+them) before any kernel sees the arrays, and counts the memory and loop iterations the file asks
+for against MAX_ELEMENTS and MAX_WORK, so a truncated, corrupted or hostile file raises
+``ValueError``: it never crashes the process, exhausts its memory or hangs it.
 """
 from __future__ import annotations
 
@@ -178,8 +179,11 @@ def _read_archive(path):
                   + (f", not {np.dtype(want[0])} with {want[1]}" if want else ""))
             _need(info.file_size == start + count * dtype.itemsize,
                   f"member {name!r}: its size disagrees with its header")
-        return {name: np.lib.format.read_array(z.open(info), allow_pickle=False)
-                for info, name in zip(infos, names)}
+        files = {}
+        for info, name in zip(infos, names):
+            with z.open(info) as fp:
+                files[name] = np.lib.format.read_array(fp, allow_pickle=False)
+        return files
 
 
 def _array(files, name):
