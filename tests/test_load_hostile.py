@@ -101,7 +101,8 @@ def test_reduction_over_an_empty_axis_with_huge_counts_is_refused(tmp_path, name
     iat = _attrs(files, name)
     P, R, Q = files["IA"][iat:iat + 3]
     assert P * R * Q == 0
-    # P * R * Q stays 0 (an empty operand), but the kernels loop P * R or P * Q times
+    # P * R * Q stays 0 (an empty operand), but the kernels loop P * R times (Q = 0), or
+    # allocate a scratch line of R or Q values (P = 0)
     files["IA"][iat:iat + 3] = (2 ** 31, 2 ** 31, 0) if Q == 0 else (0, 2 ** 31, 2 ** 31)
     out = _child(tmp_path, files, (x,))
     assert out.startswith("refused:"), out
