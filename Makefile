@@ -5,8 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: demo test bench bench-full bench-smoke bench-torch bench-jax bench-history bench-compare compare warmup \
-	generate clean
+.PHONY: demo test fuzz-load bench bench-full bench-smoke bench-torch bench-jax bench-history bench-compare \
+	compare warmup generate clean
 
 $(VENV)/.installed-%: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,22 @@ test: $(VENV)/.installed-test
 		tests/test_forward_sweep.py
 	NPY_DISABLE_CPU_FEATURES="$(LOWERED_DISPATCH)" $(PY) -m pytest -q -p no:cacheprovider \
 		$(CPU_TESTS) tests/test_notebooks.py
+
+# tape.load of hostile files (docs/security.md): every field of saved tapes of several shapes
+# set to hostile values, one field per case (tests/_fuzz_load.py; `make test` runs a sample of
+# 2,500 in tests/test_load_fuzz.py). Each case must be refused at load or replay to a value and
+# a gradient that agree; a hang ends the run (a per-case watchdog). N cases (0: all ~10,000,
+# ~40 s on 2 cores) in an order set by SEED; the last case run is named if the run fails.
+SEED ?= 0
+FUZZ_LOG := $(or $(TMPDIR),/tmp)/tapejit-fuzz-load.log
+
+fuzz-load: N = 0
+fuzz-load: $(VENV)/.installed-test
+	$(PY) -m jit.warmup
+	$(PY) -W ignore tests/_fuzz_load.py $(N) $(SEED) > $(FUZZ_LOG); status=$$?; \
+	grep -v '^case ' $(FUZZ_LOG); \
+	if [ $$status -ne 0 ]; then echo "last case: $$(grep '^case ' $(FUZZ_LOG) | tail -n 1)"; fi; \
+	exit $$status
 
 # asv against the working tree (environment "existing" = .venv, tapejit installed editable),
 # single-threaded BLAS like the anchors in WORKLOADS.md. `bench`: every benchmark once (quick

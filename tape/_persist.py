@@ -3,24 +3,32 @@
 A file holds one recording: the tape's arrays (rows, side rows, attributes, 0-d values), the
 shapes and constant values of its array slots, which slots are the inputs and the output, the
 escape rows' shapes and the guards (by name, with their recorded results), plus the format
-version and the table hash. Loading validates every opcode, slot index, offset and length
-against the table's families before any kernel sees the arrays, so a truncated, corrupted or
-hostile file raises ``ValueError`` and never crashes the process.
+version and the table hash. Loading checks every member and field (docs/security.md lists
+them) before any kernel sees the arrays, and counts the memory and loop iterations the file asks
+for against MAX_ELEMENTS and MAX_WORK, so a truncated, corrupted or hostile file raises
+``ValueError``: it never crashes the process, exhausts its memory or hangs it.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
+import zipfile
 from types import SimpleNamespace
 
 import numpy as np
 
 from jit.table import FORMAT_VERSION, OPCODE, TABLE, table_hash
 
-from ._guards import Guard
+from ._guards import ALLOWED, Guard
 from ._tensor import Tensor
 
-MAX_ELEMENTS = 1 << 30  # no more array elements than this in a loaded tape (a corrupt size)
+# Limits on what a loaded file may ask of the process (docs/security.md; raise them here for a
+# larger tape): values held (the archive's arrays; apart from them, the rows' values, input
+# buffers and the kernels' scratch), and loop iterations of one sweep (about a minute of kernel
+# time, during which Ctrl-C waits: the kernels hold no GIL)
+MAX_ELEMENTS = 1 << 30
+MAX_WORK = 1 << 36
 _FAMILY = [p.family for p in TABLE]
 _REPLAYABLE_ESCAPES = {"matmul_blas", "inv", "det", "logabsdet", "solve"}
 
@@ -104,8 +112,9 @@ def load(path, f=None):
     from .compiled import CompiledTape
 
     try:
-        z = np.load(path, allow_pickle=False)
-        files = {k: z[k] for k in z.files}
+        files = _read_archive(path)
+    except _Invalid:
+        raise
     except OSError as e:  # (missing, unreadable: the system's reason)
         raise ValueError(f"tape.load: {path} is not a readable compiled tape ({e})") from None
     except Exception:  # noqa: BLE001 - any other unreadable file is the same error for users
@@ -114,7 +123,7 @@ def load(path, f=None):
                          "archive of plain arrays, as cf.save writes)") from None
     try:
         variant, argnums = _build(files)
-    except ValueError:
+    except _Invalid:
         raise
     except Exception as e:  # noqa: BLE001 - malformed content of any kind
         raise ValueError(f"tape.load: {path} is not a valid compiled tape ({type(e).__name__}: "
@@ -122,43 +131,79 @@ def load(path, f=None):
     return CompiledTape._from_variant(variant, f, argnums)
 
 
+class _Invalid(ValueError):
+    """A check of the file failed (its message names the field)."""
+
+
 def _need(cond, what):
     if not cond:
-        raise ValueError(f"tape.load: invalid compiled tape: {what}")
+        raise _Invalid(f"tape.load: invalid compiled tape: {what}")
 
 
-def _array(files, name, dtype, ndim):
+_MEMBERS = {"meta": (np.uint8, 1), "R": (np.int64, 2), "S": (np.int64, 2), "sv": (np.float64, 1),
+            "IA": (np.int64, 1), "FA": (np.float64, 1), "consts": (np.float64, 1)}
+_VALUES = re.compile(r"static_\d+|guard_\d+_result|guard_\d+_const_\d+")  # (any plain dtype)
+_HEADER = {(1, 0): np.lib.format.read_array_header_1_0,
+           (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _read_archive(path):
+    """The archive's arrays by name. Names come from the zip directory and each member's
+    dtype and shape from its .npy header, all checked before any array data is read: an
+    unknown member, an object dtype, a header that disagrees with the member's size or arrays
+    of more than MAX_ELEMENTS values together are refused unread."""
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+        names = [i.filename[:-4] if i.filename.endswith(".npy") else None for i in infos]
+        for info, name in zip(infos, names):
+            _need(name in _MEMBERS or (name is not None and _VALUES.fullmatch(name)),
+                  f"unknown member {info.filename!r}")
+        _need(len(set(names)) == len(names), "a member appears twice")
+        total = 0
+        for info, name in zip(infos, names):
+            with z.open(info) as fp:
+                read = _HEADER.get(np.lib.format.read_magic(fp))
+                _need(read is not None, f"member {name!r}: .npy format version")
+                shape, _, dtype = read(fp)
+                start = fp.tell()
+            count = math.prod(shape)
+            values = count * -(-dtype.itemsize // 8)  # (in 8-byte values: a long string, more)
+            _need(min(shape, default=0) >= 0 and values <= MAX_ELEMENTS - total,
+                  f"member {name!r} declares {values} values: the archive's arrays may hold "
+                  f"{MAX_ELEMENTS} together (tape._persist.MAX_ELEMENTS)")
+            total += values
+            want = _MEMBERS.get(name)
+            _need(dtype.kind in "biufcSU" and (want is None or (dtype == want[0] and
+                                                                  len(shape) == want[1])),
+                  f"member {name!r}: dtype {dtype} with {len(shape)} dimension(s)"
+                  + (f", not {np.dtype(want[0])} with {want[1]}" if want else ""))
+            _need(info.file_size == start + count * dtype.itemsize,
+                  f"member {name!r}: its size disagrees with its header")
+        files = {}
+        for info, name in zip(infos, names):
+            with z.open(info) as fp:
+                files[name] = np.lib.format.read_array(fp, allow_pickle=False)
+        return files
+
+
+def _array(files, name):
     _need(name in files, f"missing array {name!r}")
-    a = files[name]
-    _need(a.dtype == dtype and a.ndim == ndim, f"array {name!r} must be {dtype} with {ndim} "
-                                               f"dimension(s), not {a.dtype} {a.shape}")
-    return np.ascontiguousarray(a)
+    return np.ascontiguousarray(files[name])
 
 
 def _build(files):
-    raw = _array(files, "meta", np.uint8, 1)
-    meta = json.loads(bytes(raw).decode())
-    _need(isinstance(meta, dict), "metadata is not a mapping")
-    _need(meta.get("format") == FORMAT_VERSION, f"format version {meta.get('format')!r}, this "
-                                               f"tapejit reads {FORMAT_VERSION}")
-    _need(meta.get("table_hash") == table_hash(), "it was saved by a tapejit with another "
-                                                  "primitive table (table hash differs)")
-    R = _array(files, "R", np.int64, 2)
-    S = _array(files, "S", np.int64, 2)
-    sv = _array(files, "sv", np.float64, 1)
-    IA = _array(files, "IA", np.int64, 1)
-    FA = _array(files, "FA", np.float64, 1)
-    consts = _array(files, "consts", np.float64, 1)
+    meta = _metadata(files)
+    R, S, sv, IA, FA, consts = (_array(files, k) for k in ("R", "S", "sv", "IA", "FA", "consts"))
     n, m = len(R), len(S)
     _need(R.shape[1] == 4 and S.shape[1] == 3 and len(sv) == n and n > 0, "row arrays disagree")
     _need(len(IA) >= 1 and len(FA) >= 1, "attribute arrays are empty")
-    is_array = meta["is_array"]
-    shapes = meta["shapes"]
-    _need(isinstance(is_array, list) and isinstance(shapes, list) and len(is_array) == m
-          and len(shapes) == m and all(type(x) is bool for x in is_array),
-          "side-row shapes disagree")
-    _need(int(S[:, 0].clip(0).sum()) if m else 0 <= MAX_ELEMENTS, "too many elements")
-    size = _validate_rows(R.tolist(), S.tolist(), IA, is_array, shapes, meta)
+    is_array, shapes = meta["is_array"], meta["shapes"]
+    _need(len(is_array) == m and len(shapes) == m, "side-row shapes disagree")
+    named = set(_MEMBERS) | _value_members(meta)
+    _need(named <= set(files), f"missing member(s) {sorted(named - set(files))}")
+    _need(set(files) <= named, f"member(s) {sorted(set(files) - named)} named by no field")
+    budget = _Budget(sum(a.size for a in files.values()))  # (the archive's arrays, read)
+    size = _validate_rows(R.tolist(), S.tolist(), IA, meta, budget)
     # values: 0-d in sv, arrays in buffers of their recorded shapes; constants filled in
     av = [None] * m
     side_of = {}
@@ -168,9 +213,11 @@ def _build(files):
     for k in range(m):
         if is_array[k]:
             av[k] = np.zeros(tuple(shapes[k]))
+    row_of = {k: s for s, k in side_of.items()}
     off = 0
     for k in meta["const_rows"]:
-        _need(isinstance(k, int) and 0 <= k < m and is_array[k], "constant row out of range")
+        _need(0 <= k < m and is_array[k] and R[row_of[k], 0] == OPCODE["const"],
+              f"constant row {k}: not the side row of an array constant")
         sz = av[k].size
         _need(off + sz <= len(consts), "constant values truncated")
         av[k][...] = consts[off:off + sz].reshape(av[k].shape)
@@ -186,13 +233,16 @@ def _build(files):
     t.side_of = side_of
     t.rows = t.sv = t.side = t.ia = t.fa = None
     t.escapes = {}
-    for c, shp in meta["escapes"].items():
+    for c, (a, b, y) in meta["escapes"].items():
         c = int(c)
         _need(0 <= c < n and _FAMILY[R[c, 0] & 255] == "escape", "escape entry out of range")
-        a, b, y = (None if x is None else tuple(int(d) for d in x) for x in shp)
-        _need(a is not None and math.prod(a) == size[R[c, 1]], "escape operand shape")
-        _need(b is None or (R[c, 2] >= 0 and math.prod(b) == size[R[c, 2]]), "escape shape")
-        _need(y is not None and math.prod(y) == size[c], "escape result shape")
+        name = TABLE[R[c, 0] & 255].name
+        where = f"row {c} ({name})"
+        _need(math.prod(a) == size[R[c, 1]] and (b is None) == (R[c, 2] < 0)
+              and (b is None or math.prod(b) == size[R[c, 2]]) and math.prod(y) == size[c],
+              f"{where}: escape shapes of other sizes than its operands and result")
+        budget.run(_escape_work(name, a, b, y, where), where)
+        a, b, y = (None if x is None else tuple(x) for x in (a, b, y))
         t.escapes[c] = (a, b, y)
     for c in range(n):
         if _FAMILY[R[c, 0] & 255] == "escape":
@@ -210,16 +260,135 @@ def _build(files):
 
 
 def _argnums(a):
-    _need(isinstance(a, int) or (isinstance(a, list) and all(isinstance(x, int) for x in a)),
-          "argnums")
     return a if isinstance(a, int) else tuple(a)
 
 
-def _validate_rows(R, S, IA, is_array, shapes, meta):
-    """Every row against its family's layout; returns the size of every slot."""
-    n, m, nIA = len(R), len(S), len(IA)
+class _Budget:
+    """What a loaded tape may ask of the process, counted as the checks go: the values it holds
+    (MAX_ELEMENTS) and the loop iterations of one sweep (MAX_WORK). Every loop bound a file
+    sets is counted here, not only its output's size: a loop over an empty operand's batch,
+    lines or reduced axis still runs."""
+
+    def __init__(self, elements):
+        self.elements, self.work = elements, 0
+
+    def hold(self, count, what):
+        self.elements += count
+        _need(self.elements <= MAX_ELEMENTS, f"{what}: more than {MAX_ELEMENTS} elements in all "
+                                             "(tape._persist.MAX_ELEMENTS)")
+
+    def run(self, count, what):
+        self.work += count
+        _need(self.work <= MAX_WORK, f"{what}: more than {MAX_WORK} loop iterations of work in "
+                                     "all (tape._persist.MAX_WORK)")
+
+
+def _is_shape(x):
+    return (isinstance(x, list) and len(x) <= 64 and all(type(d) is int and 0 <= d <= MAX_ELEMENTS
+                                                         for d in x)
+            and math.prod(x) <= MAX_ELEMENTS)
+
+
+def _is_int(x):
+    return type(x) is int
+
+
+def _metadata(files):
+    """The metadata, its structure checked: every field there, of its type."""
+    try:
+        meta = json.loads(bytes(_array(files, "meta")).decode())
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        meta = None
+    _need(isinstance(meta, dict), "metadata is not a JSON mapping")
+    _need(meta.get("format") == FORMAT_VERSION, f"format version {meta.get('format')!r}, this "
+                                               f"tapejit reads {FORMAT_VERSION}")
+    _need(meta.get("table_hash") == table_hash(), "it was saved by a tapejit with another "
+                                                  "primitive table (table hash differs)")
+    fields = {"format", "table_hash", "inputs", "argnums", "output", "escapes", "guards",
+              "is_array", "shapes", "const_rows"}
+    _need(set(meta) == fields, f"metadata fields {sorted(set(meta) ^ fields)}")
+    _need(isinstance(meta["is_array"], list) and all(type(x) is bool for x in meta["is_array"]),
+          "is_array")
+    _need(isinstance(meta["shapes"], list) and all(map(_is_shape, meta["shapes"])), "shapes")
+    _need(isinstance(meta["const_rows"], list) and all(map(_is_int, meta["const_rows"]))
+          and len(set(meta["const_rows"])) == len(meta["const_rows"]), "const_rows")
+    inputs = meta["inputs"]
+    _need(isinstance(inputs, list), "inputs")
+    slots = []
+    for i, item in enumerate(inputs):
+        keys = set(item) if isinstance(item, dict) else None
+        if keys == {"slot", "shape"}:
+            _need(_is_int(item["slot"]) and _is_shape(item["shape"]), f"input {i}")
+            slots += [item["slot"]] if item["slot"] >= 0 else []
+        elif keys == {"static_array"}:
+            _need(item["static_array"] == i, f"input {i}")
+        else:
+            _need(keys == {"static"} and (item["static"] is None or type(item["static"]) in (
+                bool, int, float, str)), f"input {i}")
+    _need(len(set(slots)) == len(slots), "two inputs share a slot")
+    a, ni = meta["argnums"], len(inputs)
+    nums = [a] if _is_int(a) else a if isinstance(a, list) and all(map(_is_int, a)) else None
+    _need(nums is not None and all(-ni <= x < ni and "slot" in inputs[x] for x in nums),
+          f"argnums {a!r}: not inputs among the {ni} arguments")
+    out = meta["output"]
+    _need(isinstance(out, dict) and set(out) == {"slot", "shape"} and _is_int(out["slot"])
+          and _is_shape(out["shape"]), "output")
+    esc = meta["escapes"]
+    _need(isinstance(esc, dict) and all(
+        re.fullmatch(r"0|[1-9][0-9]*", c) and isinstance(v, list) and len(v) == 3
+        and _is_shape(v[0]) and (v[1] is None or _is_shape(v[1])) and _is_shape(v[2])
+        for c, v in esc.items()), "escapes")
+    _need(isinstance(meta["guards"], list), "guards")
+    for j, g in enumerate(meta["guards"]):
+        _check_guard(j, g, inputs)
+    return meta
+
+
+def _check_guard(j, g, inputs):
+    where = f"guard {j}"
+    _need(isinstance(g, dict) and set(g) == {"spec", "operands", "where", "result_type"}
+          and isinstance(g["where"], str) and isinstance(g["result_type"], str)
+          and isinstance(g["spec"], list) and g["spec"] and isinstance(g["operands"], list),
+          f"{where}: fields")
+    spec, ops = g["spec"], g["operands"]
+    kind = spec[0]
+    if kind in ("item", "bool", "int"):
+        _need(len(spec) == 1, f"{where}: spec")
+        arity = 1
+    else:
+        _need(kind in ("np", "zero_grad", "values") and len(spec) == (3 if kind == "values" else 2)
+              and spec[1] in ALLOWED, f"{where}: spec {spec!r}")
+        fn = getattr(np, spec[1])
+        arity = fn.nin if isinstance(fn, np.ufunc) else 1
+        if kind == "values":
+            _need(isinstance(spec[2], list) and all(
+                isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in spec[2]),
+                f"{where}: spec {spec!r}")
+    _need(len(ops) == arity, f"{where}: {len(ops)} operand(s) for a function of {arity}")
+    for op in ops:
+        _need(isinstance(op, list) and len(op) == 2 and op[0] in ("slot", "leaf", "const")
+              and _is_int(op[1]) and op[1] >= 0, f"{where}: operand {op!r}")
+        if op[0] == "leaf":
+            _need(op[1] < len(inputs) and "slot" in inputs[op[1]], f"{where}: operand {op!r}")
+
+
+def _value_members(meta):
+    """The names of the archive's value arrays that the metadata refers to."""
+    names = {f"static_{i}" for i, item in enumerate(meta["inputs"]) if "static_array" in item}
+    for j, g in enumerate(meta["guards"]):
+        names.add(f"guard_{j}_result")
+        names.update(f"guard_{j}_const_{x}" for kind, x in g["operands"] if kind == "const")
+    return names
+
+
+def _validate_rows(R, S, IA, meta, budget):
+    """Every row against its family's layout, every side row used once; returns the size of
+    every slot. Counts the rows' values and work into `budget`."""
+    is_array, shapes = meta["is_array"], meta["shapes"]
+    n, m = len(R), len(S)
     size = [1] * n
     used = set()
+    largest = 1
     for s, (code, a, b, k) in enumerate(R):
         op, flags = code & 255, code >> 8
         _need(0 <= op < len(TABLE) and 0 <= flags < 32, f"row {s}: opcode {code}")
@@ -230,12 +399,13 @@ def _validate_rows(R, S, IA, is_array, shapes, meta):
         if k >= 0:
             used.add(k)
             nk, iat, fat = S[k]
-            _need(0 <= nk <= MAX_ELEMENTS and 0 <= iat < nIA and fat == 0, f"row {s}: side row")
-            shape = shapes[k]
-            _need(isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)
-                  and math.prod(shape) == nk, f"row {s}: shape")
-            _need(is_array[k] or nk == 1, f"row {s}: a 0-d value of size {nk}")
+            _need(0 <= nk <= MAX_ELEMENTS and 0 <= iat < len(IA) and fat == 0,
+                  f"row {s}: side row")
+            _need(math.prod(shapes[k]) == nk, f"row {s}: shape")
+            _need(is_array[k] or shapes[k] == [], f"row {s}: a 0-d value of shape {shapes[k]}")
             size[s] = nk
+            largest = max(largest, nk)
+            budget.hold(nk, f"row {s}")
         name = TABLE[op].name
         if fam == "input":
             _need(a == -1 and b == -1, f"row {s}: an input row with operands")
@@ -248,21 +418,27 @@ def _validate_rows(R, S, IA, is_array, shapes, meta):
         if k < 0:  # a 0-d row of 0-d operands (the sweep's inline path)
             _need(fam in ("unary", "binary") and _zero_d(R, a, is_array)
                   and (b < 0 or _zero_d(R, b, is_array)), f"row {s}: inline row")
+            budget.run(1, f"row {s}")
             continue
         nk, iat = S[k][0], S[k][1]
-        _check_family(s, fam, name, flags, a, b, nk, iat, IA, size)
-    for item in meta["inputs"]:
+        _check_family(s, fam, name, flags, a, b, nk, iat, IA, size, R, budget)
+    _need(len(used) == m, f"side row(s) {sorted(set(range(m)) - used)[:5]} of no row")
+    budget.hold(2 * largest, "the sweeps' scratch")  # (2 per element of the largest row)
+    for i, item in enumerate(meta["inputs"]):
         if "slot" in item:
             slot, shape = item["slot"], item["shape"]
-            _need(isinstance(slot, int) and -1 <= slot < n, "input slot out of range")
-            _need(isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape),
-                  "input shape")
+            _need(-1 <= slot < n, f"input {i}: slot out of range")
             if slot >= 0:
                 _need(TABLE[R[slot][0] & 255].name == "leaf" and size[slot] == math.prod(shape),
-                      "an input slot is not a leaf row of its shape")
+                      f"input {i}: slot {slot} is not a leaf row of its shape")
+            if slot < 0 or R[slot][3] < 0 or not is_array[R[slot][3]]:
+                budget.hold(math.prod(shape), f"input {i}")  # (a buffer of its own)
     out = meta["output"]
-    _need(isinstance(out.get("slot"), int) and 0 <= out["slot"] < n and
-          math.prod(out["shape"]) == size[out["slot"]], "output slot")
+    _need(0 <= out["slot"] < n and math.prod(out["shape"]) == size[out["slot"]], "output slot")
+    budget.hold(size[out["slot"]], "output")
+    for j, g in enumerate(meta["guards"]):
+        for kind, x in g["operands"]:
+            _need(kind != "slot" or x < n, f"guard {j}: slot {x} out of range")
     return size
 
 
@@ -286,8 +462,12 @@ def _strided_nest(IA, iat, n, where):
             (strides[:3], strides[3:])]
 
 
-def _check_family(s, fam, name, flags, a, b, n, iat, IA, size):
+def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
+    """Row s against its family's attributes; counts its loops' iterations into `budget`
+    (every nest level, as the kernels in jit/ run them: an empty innermost loop still costs
+    its outer ones)."""
     where = f"row {s} ({name})"
+    work = n
     if fam == "unary":
         _need(size[a] == n, f"{where}: operand size")
     elif fam in ("binary", "select"):
@@ -314,20 +494,56 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size):
         P, Rr, Q = (int(v) for v in _ints(IA, iat, 3, where))
         _need(min(P, Rr, Q) >= 0 and P * Rr * Q == size[a], f"{where}: (P, R, Q)")
         _need(n == (P * Q if fam == "reduce" else P * Rr * Q), f"{where}: result size")
+        work = P + P * Rr + P * Q + P * Rr * Q
+        budget.hold(2 * Rr + Q, where)  # the kernels' scratch: a line of R (or Q) values
     elif fam == "gather":
         idx = _ints(IA, iat, n, where)
         _need(n == 0 or (idx.min() >= 0 and idx.max() < size[a]), f"{where}: indices")
     elif fam == "scatter":
         mm = int(_ints(IA, iat, 1, where)[0])
         _need(0 <= mm <= n, f"{where}: count")
-        pos = _ints(IA, iat + 1, 2 * mm, where)[:mm]
+        pos, win = _ints(IA, iat + 1, 2 * mm, where)[:mm], IA[iat + 1 + mm:iat + 1 + 2 * mm]
         _need(mm == 0 or (pos.min() >= 0 and pos.max() < n), f"{where}: positions")
         _need(size[a] == n and size[b] == mm, f"{where}: operand sizes")
+        # the forward writes each position's last winning write, the reverse gives every
+        # winner the position's adjoint: a written position needs a winner, and only a
+        # constant's writes may win twice (their adjoint is never read)
+        won = np.bincount(pos[win != 0], minlength=n)
+        _need(np.all(won[pos] >= 1), f"{where}: a written position with no winning write")
+        _need(won.max(initial=0) <= 1 or R[b][0] == OPCODE["const"],
+              f"{where}: a position with two winning writes")
+        work = n + mm
+        budget.hold(n, where)  # (the reverse's marks of written positions)
     elif fam == "matmul":
         B, M, K, N, ba, bb = (int(v) for v in _ints(IA, iat, 6, where))
         _need(min(B, M, K, N) >= 0 and ba in (0, 1) and bb in (0, 1), f"{where}: dimensions")
         _need(size[a] == (B if ba else 1) * M * K and size[b] == (B if bb else 1) * K * N
               and n == B * M * N, f"{where}: operand sizes")
+        work = B * (1 + M + K + M * K + M * N + K * N + M * K * N)
+    budget.run(work, where)
+
+
+def _escape_work(name, a, b, y, where):
+    """The loop iterations of an escape's NumPy rule; its shapes must be the rule's."""
+    ok = len(a) >= 2
+    if ok and name == "matmul_blas":
+        M, K = a[-2:]
+        batch = y[:-2]
+        ok = (b is not None and len(b) >= 2 and len(y) >= 2 and b[-2] == K
+              and y[-2:] == [M, b[-1]] and a[:-2] in ([], batch) and b[:-2] in ([], batch))
+        if ok:
+            return math.prod(batch) * (1 + M * K * b[-1]) + math.prod(y)
+    elif ok:
+        k = a[-1]
+        batch = a[:-2]
+        ok = a[-2] == k and (
+            (name == "inv" and y == a) or (name in ("det", "logabsdet") and y == batch)
+            or (name == "solve" and b is not None and len(b) == len(a) and b[:-1] == a[:-1]
+                and y == b))
+        if ok:
+            return math.prod(batch) * (1 + k ** 3) + math.prod(y) + (math.prod(b) * k
+                                                                     if b is not None else 0)
+    _need(False, f"{where}: escape shapes {a}, {b}, {y} are not the rule's")
 
 
 def _variant(t, meta, files, size):
@@ -373,23 +589,20 @@ def _variant(t, meta, files, size):
     v.guards = []
     for j, g in enumerate(meta["guards"]):
         ops = []
-        for kind, x in g["operands"]:
+        for kind, x in g["operands"]:  # (checked by _check_guard and _validate_rows)
             if kind == "slot":
-                _need(isinstance(x, int) and 0 <= x < len(size), "guard slot")
                 ops.append(("slot", x))
             elif kind == "leaf":
-                _need(isinstance(x, int) and 0 <= x < len(v.leaves) and
-                      type(v.leaves[x]) is Tensor, "guard input")
                 ops.append(("leaf", v.leaves[x]))
             else:
                 ops.append(("const", files[f"guard_{j}_const_{x}"]))
         r = files[f"guard_{j}_result"]
-        rt = g.get("result_type")
+        rt = g["result_type"]
         result = r if rt == "ndarray" else (r.item() if r.ndim == 0 else r)
         if rt in ("bool", "int", "float"):
             result = {"bool": bool, "int": int, "float": float}[rt](result)
         spec = tuple(tuple(x) if isinstance(x, list) else x for x in g["spec"])
         if spec and spec[0] == "values":
             spec = (spec[0], spec[1], tuple(tuple(kv) for kv in g["spec"][2]))
-        v.guards.append(Guard(spec, tuple(ops), result, g.get("where", "?")))
+        v.guards.append(Guard(spec, tuple(ops), result, g["where"]))
     return v
