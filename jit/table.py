@@ -211,7 +211,8 @@ TABLE: tuple[Prim, ...] = (
     _b("power", np.power, "_power(a, b)", "_pow_da(a, b)", "_pow_db(a, y)"),
     _b("arctan2", np.arctan2, "atan2(a, b)", "b / (a * a + b * b)", "-a / (a * a + b * b)"),
     _b("hypot", np.hypot, "hypot(a, b)", "a / y", "b / y"),
-    _b("logaddexp", np.logaddexp, "_logaddexp(a, b)", "exp(a - y)", "exp(b - y)"),
+    _b("logaddexp", np.logaddexp, "_logaddexp(a, b)", "_logaddexp_d(a, b, y)",
+       "_logaddexp_d(b, a, y)"),
     _b("maximum", np.maximum, "_maximum(a, b)", "_pick_max(a, b)", "_pick_max(b, a)"),
     _b("minimum", np.minimum, "_minimum(a, b)", "_pick_max(-a, -b)", "_pick_max(-b, -a)"),
     _b("fmax", np.fmax, "_fmax(a, b)", "_pick_fmax(a, b)", "_pick_fmax(b, a)"),
@@ -288,6 +289,10 @@ def _pow_da(a, b):
         return 2.0 * a
     if b == 1.0:  # (pow(a, 0.0) is 1.0)
         return 1.0
+    if a < 0.0 and abs(b) > 9007199254740992.0 and abs(b) < inf:
+        # |b| > 2^53 is even and b - 1 rounds to an even number, whose power of a negative base
+        # is positive: b - 1 is odd, so the power is the magnitude's, negated
+        return -(b * (-a) ** (b - 1.0))
     return b * a ** (b - 1.0)
 
 
@@ -309,6 +314,15 @@ def _logaddexp(a, b):
 
 
 @njit(error_model="numpy")
+def _logaddexp_d(a, b, y):
+    # d/da logaddexp(a, b) = exp(a - y); where y is infinite (an operand is +inf, or both are
+    # -inf) a - y is NaN, and the limit is maximum's: 1 for the larger, 0.5 each on a tie
+    if y == inf or y == -inf:
+        return _pick_max(a, b)
+    return exp(a - y)
+
+
+@njit(error_model="numpy")
 def _power(a, b):
     # NumPy's fast exponents, at every element and in 0-d too (one rounding or none, where pow
     # may be an ulp off; (-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 NaN, as sqrt gives)
@@ -324,7 +338,8 @@ def _power(a, b):
         return 1.0
     # a negative finite base to a non-integer power is NaN (Python's ** would go complex);
     # -inf follows C's pow: inf or 0
-    if a < 0.0 and a > -inf and abs(b) < inf and b != int(b):
+    # (b % 1.0, not int(b): no integer holds a huge b)
+    if a < 0.0 and a > -inf and abs(b) < inf and b % 1.0 != 0.0:
         return nan
     return a ** b
 

@@ -50,13 +50,35 @@ def _scalar_helpers():
     return {k: v for k, v in ns.items() if k.startswith("_") and callable(v)}
 
 
+def _value(x):
+    return np.asarray(x._v if type(x) is Tensor else x)
+
+
 def _pow_da(a, b):
-    # b a^(b-1), and 0 where b == 0 (matches the kernel's helper)
-    bv = b._v if type(b) is Tensor else b
-    zero = np.asarray(bv) == 0.0
-    if not zero.any():
+    # b a^(b-1), and 0 where b == 0; for a < 0 and |b| > 2^53, minus b (-a)^(b-1), as the kernel's
+    # helper (b - 1 rounds to an even number there, whose power would lose the odd sign). The
+    # branches not taken read safe operands, so their zero adjoints stay zeros.
+    av, bv = _value(a), _value(b)
+    zero = bv == 0.0
+    flip = (av < 0.0) & (np.abs(bv) > 2.0 ** 53) & (np.abs(bv) < np.inf)
+    if not zero.any() and not flip.any():
         return b * a ** (b - 1.0)
-    return np.where(zero, 0.0, b * a ** (b - 1.0))
+    if flip.any():
+        odd = -(b * np.where(flip, -a, 1.0) ** (b - 1.0))
+        out = np.where(flip, odd, b * np.where(flip, 1.0, a) ** (b - 1.0))
+    else:
+        out = b * a ** (b - 1.0)
+    return np.where(zero, 0.0, out) if zero.any() else out
+
+
+def _logaddexp_d(a, b, y):
+    # exp(a - y), and maximum's share where y is infinite (the kernel's helper)
+    yv = _value(y)
+    edge = np.isinf(yv)
+    if not edge.any():
+        return np.exp(a - y)
+    safe = np.exp(np.where(edge, 0.0, a) - np.where(edge, 0.0, y))  # (no inf - inf)
+    return np.where(edge, _NS["_pick_max"](a, b), safe)
 
 
 def _pow_db(a, y):
@@ -72,7 +94,7 @@ def _formula_namespace():
     ns = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "log": np.log,
           "sqrt": np.sqrt, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
           "LN2": math.log(2.0), "LN10": math.log(10.0), "abs": np.abs,
-          "_pow_da": _pow_da, "_pow_db": _pow_db}
+          "_pow_da": _pow_da, "_pow_db": _pow_db, "_logaddexp_d": _logaddexp_d}
     for name, fn in _scalar_helpers().items():
         ns.setdefault(name, _piecewise(fn))
     return ns
