@@ -190,3 +190,35 @@ def test_power_second_derivative_of_a_negative_base_beyond_2_53():
     # d2/da2 (-1)^b = b (b - 1) (-1)^(b-2) = b (b - 1)
     h = tape.hessian(lambda x: x[0] ** b)(np.array([-1.0]))
     np.testing.assert_allclose(h, [[b * (b - 1.0)]], rtol=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# derivatives whose textbook form squares its operand: no overflow of the square
+
+
+SQUARES = [
+    # (f, x, want): d/dx where x * x overflows (or a * a + b * b underflows)
+    ("arctan", lambda x: np.arctan(x[0]), [1e160], [1e-320]),
+    ("arcsinh", lambda x: np.arcsinh(x[0]), [-1e200], [1e-200]),
+    ("arccosh", lambda x: np.arccosh(x[0]), [1e200], [1e-200]),
+    ("arctan2 huge", lambda x: np.arctan2(x[0], x[1]), [3e200, 4e200], [0.16e-200, -0.12e-200]),
+    ("arctan2 tiny", lambda x: np.arctan2(x[0], x[1]), [3e-200, 4e-200], [0.16e200, -0.12e200]),
+]
+
+
+@pytest.mark.parametrize("name, f, x, want", SQUARES, ids=[s[0] for s in SQUARES])
+def test_derivatives_do_not_overflow_through_a_square(name, f, x, want):
+    """Reproducer: 1 / sqrt(x * x + 1) was 0 at x = 1e200 (x * x = inf), and the partials of
+    arctan2 were 0 at (3e200, 4e200) and +-inf at (3e-200, 4e-200)."""
+    assert_every_mode(f, x, want, rtol=4e-16)
+
+
+def test_derivatives_through_a_square_keep_their_bits_in_range():
+    x = np.array([0.3, -2.0, 1e100, 7.5])
+    for f, d in [(np.arctan, lambda x: 1.0 / (1.0 + x * x)),
+                 (np.arcsinh, lambda x: 1.0 / np.sqrt(x * x + 1.0))]:
+        np.testing.assert_array_equal(tape.grad(lambda z: np.sum(f(z)))(x), d(x))
+    a, b = np.array([0.3, -2.0, 1e100]), np.array([1.5, 0.25, -3e99])
+    ga, gb = tape.grad(lambda a, b: np.sum(np.arctan2(a, b)), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga, b / (a * a + b * b))
+    np.testing.assert_array_equal(gb, -a / (a * a + b * b))
