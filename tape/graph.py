@@ -29,7 +29,9 @@ from ._state import state
 
 class saved_tensors_hooks:  # noqa: N801  (named after torch.autograd.graph.saved_tensors_hooks)
     """Context manager: ``pack(array) -> anything`` at record time, ``unpack(anything) -> array``
-    at backward. Nested contexts use the innermost pair."""
+    at backward. Nested contexts use the innermost pair. On exit, a current tape that packed
+    values is closed (later ops go to a new one), so the packed values live exactly as long as
+    the tensors recorded inside."""
 
     def __init__(self, pack_hook, unpack_hook):
         self.hooks = (pack_hook, unpack_hook)
