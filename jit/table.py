@@ -195,12 +195,12 @@ TABLE: tuple[Prim, ...] = (
     _u("tan", np.tan, "tan(x)", "1.0 + y * y"),
     _u("arcsin", np.arcsin, "asin(x)", "1.0 / sqrt(1.0 - x * x)"),
     _u("arccos", np.arccos, "acos(x)", "-1.0 / sqrt(1.0 - x * x)"),
-    _u("arctan", np.arctan, "atan(x)", "1.0 / (1.0 + x * x)"),
+    _u("arctan", np.arctan, "atan(x)", "_arctan_d(x)"),
     _u("sinh", np.sinh, "sinh(x)", "cosh(x)"),
     _u("cosh", np.cosh, "cosh(x)", "sinh(x)"),
     _u("tanh", np.tanh, "tanh(x)", "1.0 - y * y", vf="_vtanh(x)"),
-    _u("arcsinh", np.arcsinh, "asinh(x)", "1.0 / sqrt(x * x + 1.0)"),
-    _u("arccosh", np.arccosh, "acosh(x)", "1.0 / sqrt(x * x - 1.0)"),
+    _u("arcsinh", np.arcsinh, "asinh(x)", "_arcsinh_d(x)"),
+    _u("arccosh", np.arccosh, "acosh(x)", "_arccosh_d(x)"),
     _u("arctanh", np.arctanh, "atanh(x)", "1.0 / (1.0 - x * x)"),
     _u("copy", np.positive, "x", "1.0"),
     # binary elementwise: f(a, b) and its partials in terms of a, b and y = f(a, b)
@@ -209,9 +209,10 @@ TABLE: tuple[Prim, ...] = (
     _b("multiply", np.multiply, "a * b", "b", "a"),
     _b("divide", np.true_divide, "a / b", "1.0 / b", "-y / b"),
     _b("power", np.power, "_power(a, b)", "_pow_da(a, b)", "_pow_db(a, y)"),
-    _b("arctan2", np.arctan2, "atan2(a, b)", "b / (a * a + b * b)", "-a / (a * a + b * b)"),
+    _b("arctan2", np.arctan2, "atan2(a, b)", "_atan2_d(b, a, b)", "_atan2_d(-a, a, b)"),
     _b("hypot", np.hypot, "hypot(a, b)", "a / y", "b / y"),
-    _b("logaddexp", np.logaddexp, "_logaddexp(a, b)", "exp(a - y)", "exp(b - y)"),
+    _b("logaddexp", np.logaddexp, "_logaddexp(a, b)", "_logaddexp_d(a, b, y)",
+       "_logaddexp_d(b, a, y)"),
     _b("maximum", np.maximum, "_maximum(a, b)", "_pick_max(a, b)", "_pick_max(b, a)"),
     _b("minimum", np.minimum, "_minimum(a, b)", "_pick_max(-a, -b)", "_pick_max(-b, -a)"),
     _b("fmax", np.fmax, "_fmax(a, b)", "_pick_fmax(a, b)", "_pick_fmax(b, a)"),
@@ -288,6 +289,10 @@ def _pow_da(a, b):
         return 2.0 * a
     if b == 1.0:  # (pow(a, 0.0) is 1.0)
         return 1.0
+    if a < 0.0 and abs(b) > 9007199254740992.0 and abs(b) < inf:
+        # |b| > 2^53 is even and b - 1 rounds to an even number, whose power of a negative base
+        # is positive: b - 1 is odd, so the power is the magnitude's, negated
+        return -(b * (-a) ** (b - 1.0))
     return b * a ** (b - 1.0)
 
 
@@ -306,6 +311,51 @@ def _logaddexp(a, b):
     if a == b:  # also covers a == b == +-inf, where a - b is NaN
         return a + LN2
     return max(a, b) + log1p(exp(-abs(a - b)))
+
+
+# Derivatives whose textbook form squares x: x * x overflows past |x| ~ 1e154 (and a * a + b * b
+# underflows below ~1e-154), where the derivative itself is a normal number; beyond 1e150 they
+# take a form without the square (the same value to an ulp), below it the textbook bits.
+
+
+@njit(error_model="numpy")
+def _arctan_d(x):
+    if abs(x) < 1e150:
+        return 1.0 / (1.0 + x * x)
+    return (1.0 / x) / x
+
+
+@njit(error_model="numpy")
+def _arcsinh_d(x):
+    if abs(x) < 1e150:
+        return 1.0 / sqrt(x * x + 1.0)
+    return 1.0 / abs(x)
+
+
+@njit(error_model="numpy")
+def _arccosh_d(x):
+    if x < 1e150:
+        return 1.0 / sqrt(x * x - 1.0)
+    return 1.0 / x
+
+
+@njit(error_model="numpy")
+def _atan2_d(num, a, b):
+    # num / (a^2 + b^2): num is b for d/da, -a for d/db
+    s = a * a + b * b
+    if s < 1e300 and s > 1e-300:
+        return num / s
+    h = hypot(a, b)
+    return (num / h) / h
+
+
+@njit(error_model="numpy")
+def _logaddexp_d(a, b, y):
+    # d/da logaddexp(a, b) = exp(a - y); where y is infinite (an operand is +inf, or both are
+    # -inf) a - y is NaN, and the limit is maximum's: 1 for the larger, 0.5 each on a tie
+    if y == inf or y == -inf:
+        return _pick_max(a, b)
+    return exp(a - y)
 
 
 @njit(error_model="numpy")
@@ -330,7 +380,8 @@ def _power(a, b):
         return _power_fast(a, b)
     # a negative finite base to a non-integer power is NaN (Python's ** would go complex);
     # -inf follows C's pow: inf or 0
-    if a < 0.0 and a > -inf and abs(b) < inf and b != int(b):
+    # (b % 1.0, not int(b): no integer holds a huge b)
+    if a < 0.0 and a > -inf and abs(b) < inf and b % 1.0 != 0.0:
         return nan
     return a ** b
 

@@ -4,7 +4,11 @@ NumPy's matmul makes one ``cblas_dgemm`` call per batch element, with its own ch
 transposes and leading dimensions from the operands' strides. ``gemm_task`` describes the same
 calls as plain integers, with the function as an address in the BLAS NumPy loaded (its ILP64
 OpenBLAS, ``scipy_cblas_dgemm64_``), for ``jit._spin.serve`` to run: the same function with the
-same arguments, so the same bits. Only the layouts whose choice is plain are described (every
+same arguments, so the same bits. The library is the one mapped into this process under NumPy's
+name for it (never one found on disk), and its interface is checked through ctypes before any
+native call by address: its own build string, 64-bit integers seen by a call that tells them from
+32-bit ones, and a small product into a buffer of sentinels. Any doubt: no native calls (NumPy's
+matmul does all the work). Only the layouts whose choice is plain are described (every
 size at least 2, each operand's matrices row-major or column-major with unit stride, operands
 that do not overlap: NumPy makes other calls for vectors, and syrk for a @ a.T), and each layout
 is checked once against np.matmul itself; anything else stays a Python piece.
@@ -12,7 +16,6 @@ is checked once against np.matmul itself; anything else stays a Python piece.
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 
 import numpy as np
@@ -29,6 +32,11 @@ def dgemm_address():
     return _ADDRESS[0]
 
 
+# NumPy's ILP64 OpenBLAS: its file name (auditwheel adds a hash) and the symbols used here
+LIBRARY_PREFIX = "libscipy_openblas64_"
+SYMBOLS = ("scipy_openblas_get_config64_", "scipy_cblas_ddot64_", "scipy_cblas_dgemm64_")
+
+
 def _find_dgemm():
     from numba import config as numba_config
 
@@ -42,14 +50,74 @@ def _find_dgemm():
     if blas.get("name") != "scipy-openblas" or "USE64BITINT" not in blas.get(
             "openblas configuration", ""):
         return 0
-    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas64_*"))):
-        try:
-            fn = ctypes.CDLL(path).scipy_cblas_dgemm64_
-        except (OSError, AttributeError):
-            continue
-        return ctypes.cast(fn, ctypes.c_void_p).value or 0
-    return 0
+    paths = mapped_blas()
+    if len(paths) != 1:  # none, or several copies: not sure which one NumPy calls
+        return 0
+    return verified_dgemm(paths[0], SYMBOLS)
+
+
+def mapped_blas():
+    """Paths of NumPy's OpenBLAS as mapped into this process (/proc/self/maps): the copy NumPy
+    loaded, under NumPy's own directory; empty where that cannot be read."""
+    home = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
+    try:
+        with open("/proc/self/maps") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    paths = set()
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and os.path.basename(fields[5]).startswith(LIBRARY_PREFIX) \
+                and os.path.dirname(fields[5]).startswith(home):
+            paths.add(fields[5])
+    return sorted(paths)
+
+
+def verified_dgemm(path, symbols=SYMBOLS):
+    """The address of cblas_dgemm in the library at `path`, already loaded (never loaded
+    here), once ctypes calls have shown it to be the interface jit._spin calls (ILP64:
+    64-bit sizes, 32-bit enums); else 0."""
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        config, ddot, dgemm = (getattr(lib, name) for name in symbols)
+    except (OSError, AttributeError):  # not loaded, or not the library expected
+        return 0
+    if not (config_is_ilp64(config) and ddot_is_ilp64(ddot) and dgemm_keeps_sentinels(dgemm)):
+        return 0
+    return ctypes.cast(dgemm, ctypes.c_void_p).value or 0
+
+
+def config_is_ilp64(config):
+    """The library's build string (openblas_get_config: no arguments, safe to call whatever
+    the build) names the 64-bit integer interface."""
+    config.restype, config.argtypes = ctypes.c_char_p, []
+    return b"USE64BITINT" in (config() or b"")
+
+
+def ddot_is_ilp64(ddot):
+    """cblas_ddot with n = 3, then n = 3 - 2^32: a 64-bit build sees a negative n (dot 0), a
+    32-bit one the low half, 3 again (dot 14); neither reads past the 3 elements."""
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    ddot.restype, ddot.argtypes = ctypes.c_double, [i64, ptr, i64, ptr, i64]
+    x = np.array([1.0, 2.0, 3.0])
+    p = x.ctypes.data
+    return ddot(3, p, 1, p, 1) == 14.0 and ddot(3 - (1 << 32), p, 1, p, 1) == 0.0
+
+
+def dgemm_keeps_sentinels(dgemm):
+    """cblas_dgemm with jit._spin's argument types computes a 2x2 product into the middle of a
+    buffer of sentinels and writes nothing else."""
+    i32, i64, dbl, ptr = ctypes.c_int32, ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
+    dgemm.restype = None
+    dgemm.argtypes = [i32, i32, i32, i64, i64, i64, dbl, ptr, i64, ptr, i64, dbl, ptr, i64]
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    b = np.array([[5.0, -6.0], [7.0, 8.0]])
+    c = np.full(12, -7.5)
+    dgemm(101, _NO_TRANS, _NO_TRANS, 2, 2, 2, 1.0, a.ctypes.data, 2, b.ctypes.data, 2, 0.0,
+          c[4:].ctypes.data, 2)
+    return bool(np.array_equal(c[4:8], (a @ b).ravel()) and np.all(c[:4] == -7.5)
+                and np.all(c[8:] == -7.5))
 
 
 def _matrix_layout(x):

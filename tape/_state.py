@@ -1,4 +1,6 @@
-"""Per-thread recording state: the current tape and whether gradients are recorded."""
+"""Per-thread recording state: the current tape, whether gradients are recorded, the active
+dual levels and everything else that is "current". A thread never sees another's: transforms
+and dual levels run in many threads at once, each as if it were alone."""
 import threading
 
 
@@ -10,6 +12,7 @@ class _State(threading.local):
         self.multi_hooks = None  # multi-grad hooks that saw a gradient in the running backward
         self.transforms = 0  # functional transforms (grad, jvp, ...) running, outermost first
         self.guards = None  # _guards.GuardLog while tape.compile records
+        self.levels = []  # active forward_ad dual levels, outermost first
 
 
 state = _State()

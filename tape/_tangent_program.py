@@ -9,6 +9,8 @@ tangent arena holds k directions per active slot (direction-major, ``T[TO[s] + j
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 import jit
@@ -111,8 +113,9 @@ def closed_tapes(outs, xs, first_id):
     last_id = newest_tape_id()
     ids = {id(x) for x in xs}
     tapes = list(linked_tapes(o._tape for o in outs))
+    me = threading.get_ident()
     for t in tapes:
-        if not first_id <= t.id <= last_id or t.functions:
+        if not first_id <= t.id <= last_id or t.thread != me or t.functions:
             return None
         if any(id(leaf) not in ids for leaf, _ in t.leaves.values()):
             return None

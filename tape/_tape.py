@@ -13,6 +13,7 @@ lives as long as a tensor recorded on it (or a newer tape linking to it) lives.
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def newest_tape_id() -> int:
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
                  "links", "escapes", "native", "index_cache", "consts", "hooks", "packed",
-                 "functions", "sealed", "built", "freed", "released", "__weakref__")
+                 "functions", "sealed", "built", "freed", "released", "thread", "__weakref__")
 
     def __init__(self):
         self.id = next(_ids)
@@ -65,6 +66,9 @@ class Tape:
         self.built = None
         self.freed = None  # per row: 1 after a backward without retain_graph swept it
         self.released = False
+        # the thread that made it: ids are process-wide, so "the tapes made from id n on" of one
+        # thread's recording are those of ids >= n made by this thread
+        self.thread = threading.get_ident()
 
     def __len__(self):
         return len(self.sv) if self.built is None else len(self.built.sv)

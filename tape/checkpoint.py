@@ -15,6 +15,7 @@ and is reached through a closure would get no gradient, so it is an error.
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -83,9 +84,10 @@ def _check_closure(outs, xs, fn, first):
     recorded tensor from outside) would be left out of the gradient: an error."""
     ids = {id(x) for x in xs}
     name = getattr(fn, "__name__", "fn")
+    me = threading.get_ident()  # (a tape another thread made is outside whatever its id)
     for t in linked_tapes(o._tape for o in outs if type(o) is Tensor):
         leaves = [leaf for leaf, _ in t.leaves.values() if id(leaf) not in ids]
-        outside = [x for x in t.links.values() if x._tape.id < first]
+        outside = [x for x in t.links.values() if x._tape.id < first or x._tape.thread != me]
         if leaves or outside:
             shape = (leaves or outside)[0].shape
             raise RuntimeError(

@@ -222,17 +222,14 @@ class CompiledTape:
         else:
             if var.out.size != 1:
                 raise TypeError("hvp needs a scalar output")
-            level = forward_ad.enter_dual_level()
-            try:
-                lv = forward_ad._levels[-1]
+            with forward_ad.dual_level() as level:
+                lv = state.levels[-1]
                 xs = [var.leaves[i] for i in self.nums]
                 for x, u in zip(xs, vs):
                     lv.leaf_sources[id(x)] = Tensor(np.asarray(u, dtype=np.float64)
                                                     .reshape(x.shape))
                 with enable_grad():
                     g = forward_ad.unpack_dual(var.out, level=level).tangent
-            finally:
-                forward_ad.exit_dual_level(level=level)
             if g is None or not g.requires_grad:
                 out = [np.zeros(x.shape) for x in xs]
             else:

@@ -19,11 +19,12 @@ recorded too, which gives everything that nests:
   level (rows recorded by a level's own rules carry no tangent at that level).
 
 Only recorded operations carry tangents: code run under ``tape.no_grad()`` is constant for
-forward mode too. Levels are process-wide, as PyTorch's are.
+forward mode too. Levels are per thread (PyTorch's are process-wide): a thread sees only the
+levels it entered, so transforms run in many threads at once without seeing each other's.
 """
 from __future__ import annotations
 
-import itertools
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -42,9 +43,12 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 CONST, LEAF, LINK, COPY = (OPCODE[n] for n in ("const", "leaf", "link", "copy"))
 FUNCTION_OUT = OPCODE["function_out"]
 
-_levels = []  # active levels, outermost first
-_counter = itertools.count()
-_exited = set()
+# Level indices are unique in the process (a level is found by its index); the active levels
+# themselves are per thread, in state.levels. _active maps an active level's index to its thread,
+# only for the error that names a level of another thread.
+_lock = threading.Lock()
+_issued = [0]  # indices handed out so far
+_active = {}
 
 
 class UnpackedDualTensor(NamedTuple):
@@ -55,6 +59,7 @@ class UnpackedDualTensor(NamedTuple):
 class _Level:
     def __init__(self, index):
         self.index = index
+        self.thread = threading.get_ident()
         self.sources = {}  # (tape id, slot) -> tangent given to make_dual
         self.tangents = {}  # (tape id, slot) -> tangent worked out so far
         self.scanned = {}  # tape id -> rows whose tangent is worked out
@@ -64,57 +69,97 @@ class _Level:
         self.fn_out = {}  # (tape id, slot) -> tangent of a Function output (from its jvp)
         self.leaf_sources = {}  # id(leaf) -> tangent, for leaves recorded as they are
 
-    def is_own(self, tid, i):
-        if tid in self.owned_tapes:
+    def is_own(self, t, i):
+        # (owned_tapes holds the ids of every tape made while this level's rules ran, another
+        # thread's too: only this thread's are the rules')
+        if t.id in self.owned_tapes and t.thread == self.thread:
             return True
-        return any(lo <= i < hi for lo, hi in self.owned.get(tid, ()))
+        return any(lo <= i < hi for lo, hi in self.owned.get(t.id, ()))
+
+    def clear(self):
+        self.sources.clear()
+        self.tangents.clear()
+        self.fn_out.clear()
+        self.leaf_sources.clear()
 
 
 def enter_dual_level() -> int:
-    """Enter a new (innermost) dual level; returns its index."""
-    lv = _Level(next(_counter))
-    _levels.append(lv)
+    """Enter a new (innermost) dual level of this thread; returns its index."""
+    with _lock:
+        _issued[0] += 1
+        lv = _Level(_issued[0])
+    state.levels.append(lv)
+    _active[lv.index] = lv.thread
     return lv.index
 
 
 def exit_dual_level(*, level=None):
     """Exit the innermost dual level (or check that `level` is it): its tangents are cleared."""
-    if not _levels:
-        raise RuntimeError("exit_dual_level: no dual level is active")
-    lv = _levels[-1]
+    levels = state.levels
+    if not levels:
+        raise RuntimeError("exit_dual_level: no dual level is active in this thread")
+    lv = levels[-1]
     if level is not None and level != lv.index:
         raise RuntimeError(f"exit_dual_level: level {level} is not the innermost active level "
                            f"({lv.index}); exit levels in the reverse order of entering them")
-    _levels.pop()
-    _exited.add(lv.index)
-    lv.sources.clear()
-    lv.tangents.clear()
-    lv.fn_out.clear()
-    lv.leaf_sources.clear()
+    _pop(levels)
+
+
+def _pop(levels):
+    lv = levels.pop()
+    _active.pop(lv.index, None)
+    lv.clear()
+
+
+def exit_levels_from(depth):
+    """Exit this thread's levels from the `depth`-th on (0: all), innermost first: those a
+    block entered and an exception left active."""
+    levels = state.levels
+    while len(levels) > max(depth, 0):
+        _pop(levels)
 
 
 class dual_level:  # noqa: N801  (named after torch.autograd.forward_ad.dual_level)
-    """Context manager for a dual level; ``with dual_level() as level:`` yields its index."""
+    """Context manager for a dual level; ``with dual_level() as level:`` yields its index.
+
+    On the way out it exits its level whatever happened inside: levels entered inside and left
+    active (by an exception, or an enter_dual_level without its exit) are exited too, so none
+    outlives the block; without an exception in flight, a level left so is an error."""
 
     def __enter__(self):
         self.level = enter_dual_level()
         return self.level
 
-    def __exit__(self, *exc):
-        exit_dual_level(level=self.level)
+    def __exit__(self, exc_type, *exc):
+        # a thread's levels are entered in increasing index order: ours and those entered
+        # inside it are the ones from our index on
+        levels = state.levels
+        depth = sum(lv.index < self.level for lv in levels)
+        inside = [lv.index for lv in levels[depth:]]
+        exit_levels_from(depth)
+        if exc_type is None and inside != [self.level]:
+            if self.level not in inside:
+                raise RuntimeError(f"dual_level: level {self.level} was exited inside its "
+                                   "`with` block; the block exits it")
+            raise RuntimeError(f"dual_level: level(s) {inside[1:]} entered inside the level "
+                               f"{self.level} were not exited; exit each level you enter")
         return False
 
 
 def _level(level, what):
+    levels = state.levels
     if level is None:
-        if not _levels:
+        if not levels:
             raise RuntimeError(f"{what}: no dual level is active; use it inside "
                                "`with tape.forward_ad.dual_level():`")
-        return _levels[-1]
-    for lv in _levels:
+        return levels[-1]
+    for lv in levels:
         if lv.index == level:
             return lv
-    if level in _exited:
+    if level in _active:
+        raise RuntimeError(f"{what}: dual level {level} belongs to another thread; dual levels "
+                           "are per thread: enter one in this thread")
+    if isinstance(level, int) and 0 < level <= _issued[0]:
         raise RuntimeError(f"{what}: dual level {level} has been exited; its tangents were "
                            "cleared when it exited")
     raise RuntimeError(f"{what}: no active dual level {level}")
@@ -147,7 +192,7 @@ def make_dual(tensor, tangent, *, level=None):
 def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of `tensor` at `level` (default: the innermost); the tangent is
     None when the tensor does not depend on that level's dual inputs."""
-    if level is None and not _levels:
+    if level is None and not state.levels:
         return UnpackedDualTensor(tensor, None)
     lv = _level(level, "unpack_dual")
     if type(tensor) is not Tensor or tensor._tape is None or not tensor._rg:
@@ -176,7 +221,7 @@ def _scan(lv, t, upto):
         newest_tape_id()
     try:
         for i in range(lv.scanned.get(tid, 0), upto + 1):
-            if lv.is_own(tid, i):
+            if lv.is_own(t, i):
                 continue
             src = lv.sources.get((tid, i))
             if src is not None:

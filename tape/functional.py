@@ -7,10 +7,11 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from . import autograd, forward_ad
+from . import autograd
 from ._record import unary
 from ._state import state
 from ._tensor import Tensor, _LeafMeta
+from .forward_ad import exit_levels_from
 
 
 class _FreshTape:
@@ -21,14 +22,17 @@ class _FreshTape:
 
     def __enter__(self):
         self.prev = state.tape, state.grad
+        self.depth = len(state.levels)
         self.shared = state.guards is not None and state.transforms > 0
         if not self.shared:
             state.tape = None
         state.grad = True
         state.transforms += 1
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         state.transforms -= 1
+        if exc_type is not None:  # dual levels the call entered and its exception left
+            exit_levels_from(self.depth)
         if self.shared:
             state.grad = self.prev[1]
             return False
@@ -123,7 +127,7 @@ def _nested(args=()):
     """Is this transform running inside an enclosing one (or a dual level), which may
     differentiate its result again? Its arguments, or what the function closes over, may be
     tensors of the enclosing transform: the result must keep their history."""
-    return state.transforms > 0 or bool(forward_ad._levels) or any(
+    return state.transforms > 0 or bool(state.levels) or any(
         type(a) is Tensor and a._rg and a._meta is None for a in args)
 
 

@@ -17,9 +17,10 @@ offloading to disk (``save_on_disk``) or compression::
 """
 from __future__ import annotations
 
-import itertools
 import os
+import secrets
 import tempfile
+import zlib
 
 import numpy as np
 
@@ -28,7 +29,9 @@ from ._state import state
 
 class saved_tensors_hooks:  # noqa: N801  (named after torch.autograd.graph.saved_tensors_hooks)
     """Context manager: ``pack(array) -> anything`` at record time, ``unpack(anything) -> array``
-    at backward. Nested contexts use the innermost pair."""
+    at backward. Nested contexts use the innermost pair. On exit, a current tape that packed
+    values is closed (later ops go to a new one), so the packed values live exactly as long as
+    the tensors recorded inside."""
 
     def __init__(self, pack_hook, unpack_hook):
         self.hooks = (pack_hook, unpack_hook)
@@ -40,12 +43,24 @@ class saved_tensors_hooks:  # noqa: N801  (named after torch.autograd.graph.save
 
     def __exit__(self, *exc):
         state.saved_hooks = self.prev
+        t = state.tape
+        if t is not None and t.packed and state.guards is None:
+            # later ops go to a new tape, so that the packed values (save_on_disk: their files)
+            # go when the tensors recorded here go, or when the exception that ended the block
+            # does, not when this thread's tape next seals
+            t.seal()
         return False
 
 
 class save_on_disk(saved_tensors_hooks):  # noqa: N801
-    """Offload every saved value to an ``.npy`` file in `directory` (a temporary one by default)
-    and read it back at backward. A file is deleted once it has been read or no longer needed.
+    """Offload every saved value to an ``.npy`` file in `directory` (a private temporary one
+    by default) and read it back at backward. A file is deleted once it has been read or is no
+    longer needed (its tape freed: the loss dropped, or the forward raised).
+
+    Each file is created exclusively (a new random name, never an existing path or symlink),
+    readable by its owner only, and checked when read back (size, header, CRC-32 of the data):
+    a file changed or replaced between forward and backward is an error, never another gradient.
+    docs/security.md says what this does and does not protect against.
 
     >>> with tape.graph.save_on_disk():
     ...     loss = simulate(w)         # intermediates live on disk, not in memory
@@ -56,39 +71,88 @@ class save_on_disk(saved_tensors_hooks):  # noqa: N801
         self._tmp = tempfile.TemporaryDirectory(prefix="tapejit-saved-") if directory is None \
             else None
         self.directory = self._tmp.name if directory is None else os.fspath(directory)
-        os.makedirs(self.directory, exist_ok=True)
-        counter = itertools.count()
-        tag = f"{os.getpid()}-{id(self):x}"
-
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
         tmp = self._tmp  # each file keeps its directory alive (this object may go first)
+        super().__init__(lambda a: _SavedFile.write(self.directory, a, tmp),
+                         lambda f: f.read())
 
-        def pack(a):
-            path = os.path.join(self.directory, f"saved-{tag}-{next(counter)}.npy")
-            np.save(path, a)
-            return _SavedFile(path, tmp)
 
-        def unpack(f):
-            return f.read()
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+    | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) \
+    | getattr(os, "O_BINARY", 0)
 
-        super().__init__(pack, unpack)
+
+def _crc(a):
+    return zlib.crc32(memoryview(a).cast("B"))
 
 
 class _SavedFile:
     """A saved value on disk; the file goes away with the last reference to this object."""
 
-    __slots__ = ("path", "directory")
+    __slots__ = ("path", "directory", "shape", "size", "crc")
 
-    def __init__(self, path, directory=None):
-        self.path = path
-        self.directory = directory  # a TemporaryDirectory to keep alive, or None
+    @classmethod
+    def write(cls, directory, a, tmp=None):
+        """Save the float64 array `a` in a new file of `directory`: O_EXCL with a random name
+        (a planted file or symlink makes the open fail, never redirects the write), mode 0600,
+        written through the descriptor that created it."""
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        for _ in range(16):
+            path = os.path.join(directory, f"tapejit-{secrets.token_hex(16)}.npy")
+            try:
+                fd = os.open(path, _CREATE, 0o600)
+                break
+            except FileExistsError:  # (2^-128 by chance: someone else made this name)
+                continue
+        else:
+            raise FileExistsError(f"save_on_disk: could not create a new file in {directory}")
+        self = cls()
+        self.path, self.directory, self.shape = path, tmp, a.shape
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.lib.format.write_array(fh, a, version=(1, 0), allow_pickle=False)
+                self.size = fh.tell()
+        except BaseException:
+            os.remove(path)
+            raise
+        self.crc = _crc(a)
+        return self
 
     def read(self):
-        return np.load(self.path)
+        try:
+            fd = os.open(self.path, _OPEN)
+        except OSError as e:
+            self._fail(f"it cannot be opened ({e.strerror})")
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size != self.size:
+                self._fail(f"it has {size} bytes, {self.size} were written")
+            try:
+                if np.lib.format.read_magic(fh) != (1, 0):
+                    raise ValueError
+                header = np.lib.format.read_array_header_1_0(fh)
+            except ValueError:
+                header = None
+            if header != (self.shape, False, np.dtype(np.float64)):
+                self._fail("its header is not the one written")
+            shape = header[0]
+            a = np.empty(shape)
+            if fh.readinto(memoryview(a).cast("B")) != a.nbytes or _crc(a) != self.crc:
+                self._fail("its data is not the data written (CRC-32 differs)")
+        return a
+
+    def _fail(self, why):
+        raise RuntimeError(
+            f"save_on_disk: the saved value of shape {self.shape} in {self.path} was changed or "
+            f"replaced after the forward: {why}. The gradient cannot be computed from it; use a "
+            "directory only this process writes (save_on_disk() without a directory makes a "
+            "private one) and record the forward again.")
 
     def __del__(self):
         try:
             os.remove(self.path)
-        except OSError:
+        except (OSError, AttributeError):  # (AttributeError: write failed before the path)
             pass
 
 

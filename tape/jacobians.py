@@ -63,7 +63,7 @@ def jvp(f, primals, tangents, has_aux=False):
     values = [_array_out(o, type(o._v) is float) for o in rec.outs]
     if rec.program is not None:
         tans = rec.jitted(tangents)
-    elif state.transforms or forward_ad._levels:
+    elif state.transforms or state.levels:
         # f closed over tensors of an enclosing transform: keep the tangents' history
         values = rec.outs
         prev = state.grad
@@ -150,9 +150,8 @@ class _Recorded:
     def tangents(self, tangents):
         """Tangents of the outputs for input tangents (tensors with history when the rules
         are recorded, i.e. in grad mode)."""
-        lv_index = forward_ad.enter_dual_level()
-        try:
-            lv = forward_ad._levels[-1]
+        with forward_ad.dual_level() as lv_index:
+            lv = state.levels[-1]
             for x, tv in zip(self.xs, self.check(tangents)):
                 lv.leaf_sources[id(x)] = Tensor(tv)
             out = []
@@ -160,8 +159,6 @@ class _Recorded:
                 g = forward_ad.unpack_dual(o, level=lv_index).tangent if o._rg else None
                 out.append(g)
             return out
-        finally:
-            forward_ad.exit_dual_level(level=lv_index)
 
 
 def linearize(f, *primals):
@@ -175,7 +172,7 @@ def linearize(f, *primals):
     rec = _Recorded(f, primals)
     values = [_array_out(o, type(o._v) is float) for o in rec.outs]
 
-    if rec.program is None and (state.transforms or forward_ad._levels):
+    if rec.program is None and (state.transforms or state.levels):
         raise NotImplementedError(_NESTED.format(what="tape.linearize"))
 
     def f_jvp(*tangents):
@@ -221,7 +218,7 @@ def jacfwd(f, argnums=0):
                         "tape.jacfwd")
         _check_single(rec.outs, "jacfwd")
         (out,) = rec.outs
-        if rec.program is None and (state.transforms or forward_ad._levels):
+        if rec.program is None and (state.transforms or state.levels):
             raise NotImplementedError(_NESTED.format(what="tape.jacfwd"))
         sizes = [x.size for x in rec.xs]
         n = sum(sizes)

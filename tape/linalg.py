@@ -80,7 +80,18 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def _two_norm(x, axis, keepdims):
-    return np.sqrt(npi.sum(x * x, axis=axis, keepdims=keepdims))
+    return _root(npi.sum(x * x, axis=axis, keepdims=keepdims), np.sqrt)
+
+
+def _root(s, root):
+    """root(s) of a sum of powers s >= 0, whose gradient at s = 0 is the subgradient 0 (as
+    PyTorch's and JAX's norms), not inf * 0 = NaN: where s == 0 the result is the constant 0 and
+    the root reads 1. The test s == 0 is a guard under tape.compile (a replay where it changes
+    records again)."""
+    zero = s == 0.0
+    if not np.any(zero):
+        return root(s)
+    return npi.where(zero, 0.0, root(npi.where(zero, 1.0, s)))
 
 
 def _vector_norm(x, ord, axis, keepdims):
@@ -96,7 +107,8 @@ def _vector_norm(x, ord, axis, keepdims):
         return npi.sum(abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
-    return npi.sum(abs(x) ** float(ord), axis=axis, keepdims=keepdims) ** (1.0 / ord)
+    p = float(ord)
+    return _root(npi.sum(abs(x) ** p, axis=axis, keepdims=keepdims), lambda s: s ** (1.0 / p))
 
 
 def _matrix_norm(x, ord, axis, keepdims):

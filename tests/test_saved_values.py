@@ -155,3 +155,102 @@ def test_save_on_disk_default_directory_outlives_the_context_object():
     gc.collect()  # the context object is gone; its directory must not be
     loss.backward()
     np.testing.assert_array_equal(w.grad, reference_grad())
+
+
+# ---------------------------------------------------------------------------------------------
+# save_on_disk in a shared directory: exclusive private files, checked when read back
+
+
+def _record_on_disk(directory):
+    w = tape.tensor(W0, requires_grad=True)
+    with tape.graph.save_on_disk(directory):
+        loss = model(w)
+    return w, loss
+
+
+def test_save_on_disk_files_are_private_and_unpredictable(tmp_path):
+    """Reproducer: files were 0644, named saved-{pid}-{id}-{counter}.npy."""
+    _, loss = _record_on_disk(tmp_path)
+    names = os.listdir(tmp_path)
+    assert len(names) == len(loss._tape.packed) > 1
+    for name in names:
+        assert name.startswith("tapejit-") and len(name) == len("tapejit-.npy") + 32
+        st = os.lstat(tmp_path / name)
+        assert st.st_mode & 0o777 == 0o600
+    assert len(set(names)) == len(names)
+
+
+def test_save_on_disk_never_writes_through_a_planted_name(tmp_path, monkeypatch):
+    """Reproducer: np.save followed a symlink planted at the next name (and overwrote its
+    target). A file or symlink already at a name makes the exclusive create fail: the value
+    goes to a new name, the planted path and its target stay as they were."""
+    import secrets
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    names = iter(["a" * 32, "b" * 32] + [f"{i:032x}" for i in range(1000)])
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(names))
+    os.symlink(victim, shared / f"tapejit-{'a' * 32}.npy")
+    (shared / f"tapejit-{'b' * 32}.npy").write_bytes(b"planted")
+    w, loss = _record_on_disk(shared)
+    assert victim.read_bytes() == b"keep me"
+    assert (shared / f"tapejit-{'b' * 32}.npy").read_bytes() == b"planted"
+    loss.backward()
+    np.testing.assert_array_equal(w.grad, reference_grad())
+
+
+@pytest.mark.parametrize("change", ["data", "truncate", "header", "delete", "symlink"])
+def test_save_on_disk_detects_a_file_changed_before_the_backward(tmp_path, change):
+    """Reproducer: a saved file replaced between forward and backward silently changed the
+    gradient. Every change is an error naming the file. (Every file is changed: the backward
+    reads all but the values no rule needs, in an order the random names do not tell.)"""
+    w, loss = _record_on_disk(tmp_path)
+    for path in [tmp_path / n for n in os.listdir(tmp_path)]:
+        a = np.load(path)
+        if change == "data":  # the same size and header: only the checksum sees it
+            os.remove(path)
+            np.save(path, a * 1.5)
+        elif change == "truncate":
+            with open(path, "r+b") as fh:
+                fh.truncate(os.path.getsize(path) - 8)
+        elif change == "header":  # the same bytes of data, another shape
+            os.remove(path)
+            np.save(path, a.reshape(-1, 1) if a.ndim == 1 else a.reshape(-1))
+        elif change == "delete":
+            os.remove(path)
+        else:  # a symlink to a file with the same contents is not the file written
+            other = tmp_path / (path.name + ".elsewhere")
+            os.rename(path, other)
+            os.symlink(other, path)
+    with pytest.raises(RuntimeError, match=r"save_on_disk: the saved value of shape \(50,\) in "
+                                           r".*tapejit-[0-9a-f]{32}\.npy was changed or replaced"):
+        loss.backward()
+
+
+def test_save_on_disk_files_go_with_a_dropped_loss_or_a_failed_forward(tmp_path):
+    """Reproducer: the files of a loss dropped without backward, or of a forward that raised,
+    stayed until this thread's tape sealed (its next backward)."""
+    _, loss = _record_on_disk(tmp_path)
+    assert os.listdir(tmp_path)
+    del loss
+    assert os.listdir(tmp_path) == []
+
+    def failing(w):
+        h = np.tanh(w @ X0)
+        np.tanh(w @ h)
+        raise KeyError("failed forward")
+
+    w = tape.tensor(W0, requires_grad=True)
+    with pytest.raises(KeyError):
+        with tape.graph.save_on_disk(tmp_path):
+            failing(w)
+    assert os.listdir(tmp_path) == []
+    # recording goes on as usual after the block
+    w, loss = _record_on_disk(tmp_path)
+    loss2 = loss * 2.0
+    loss2.backward()
+    np.testing.assert_array_equal(w.grad, 2.0 * reference_grad())
+    del loss, loss2
+    assert os.listdir(tmp_path) == []
