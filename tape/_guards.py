@@ -127,6 +127,14 @@ def note(spec, operands, result):
     return result
 
 
+def note_hook(key):
+    """Remember where user code registered a hook while tape.compile records (a replay that
+    cannot run it names this line when it refuses)."""
+    log = state.guards
+    if log is not None:
+        log.hook_sites[key] = _caller()
+
+
 def _freeze(r):
     if isinstance(r, np.ndarray):
         return r.copy()
@@ -140,6 +148,7 @@ class GuardLog:
 
     def __init__(self):
         self.guards = []
+        self.hook_sites = {}  # hook handle id, or ("retain", slot) -> "file:line" registering it
 
     def bind(self, t):
         """Check that every guarded value was recorded on tape `t`; keep slots only."""

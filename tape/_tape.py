@@ -86,6 +86,8 @@ class Tape:
             self.sv.append(value)
             self.av.append(None)
         elif state.saved_hooks is not None and code != LEAF and code != LINK:
+            if state.guards is not None:
+                _refuse_packing(code)
             # saved_tensors_hooks: the tape keeps pack(value) until the backward unpacks it
             # (leaves are referenced, not saved; links belong to an older tape)
             self.sv.append(0.0)
@@ -173,6 +175,15 @@ class Tape:
                 node.release()
         self.functions = None
         self.released = True
+
+
+def _refuse_packing(code):
+    from ._guards import _caller
+
+    raise NotImplementedError(
+        f"tape.compile: op '{TABLE[code & 255].name}' at {_caller()} is recorded inside "
+        "saved_tensors_hooks within the compiled f: a replay keeps its values in its own "
+        "buffers and would not pack them. Record without saved_tensors_hooks inside f.")
 
 
 def linked_tapes(tapes):

@@ -31,7 +31,7 @@ import numpy as np
 import jit
 from jit.table import FAMILIES, OPCODE, TABLE
 
-from . import _guards, _persist
+from . import _guards, _persist, _replay_hooks
 from ._gemm import cached_native_pieces, native_pieces
 from ._threads import run_pieces, run_shares, thread_count
 from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, reverse_in_shares,
@@ -121,6 +121,8 @@ class CompiledTape:
         """``(f(*args), gradient)`` for scalar f: forward sweep, reverse sweep (one jitted call
         when the forward sweep needs no stop for Python: see ``_Variant.straight``)."""
         lean = self._lean
+        if state.saved_hooks is not None:
+            _replay_hooks.refuse_saved_hooks()
         if lean is not None:
             result = lean(args)
             if result is not None:
@@ -353,6 +355,8 @@ class CompiledTape:
         """The variant that takes `args`, loaded and replayed. With `defer`, a variant with
         nothing to check or run in Python between the sweeps is only loaded (``deferred``):
         its caller runs the forward sweep in the same jitted call as the reverse one."""
+        if state.saved_hooks is not None:
+            _replay_hooks.refuse_saved_hooks()
         self.counters["calls"] += 1
         self._lean = None
         args = tuple(map(_as_input, args))
@@ -721,6 +725,9 @@ class _Variant:
                         "non-differentiable): a replay could not update what f computes from "
                         "it. Return only differentiable outputs from Functions in a compiled f.")
         self.t = t
+        hooks = _replay_hooks.found(t, self.leaves, log) if t is not None else []
+        if hooks:
+            _replay_hooks.refuse(hooks)
         self.guards = log.bind(t) if t is not None else []
         if t is None:
             return
