@@ -7,9 +7,12 @@ before it is accumulated into ``.grad``; post-accumulate hooks run after that.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
+
+from ._state import state
 
 _handle_ids = itertools.count()
 
@@ -88,3 +91,18 @@ def run_hooks(hooks, grad, what, state=None):
                                    f"gradient of shape {r.shape}; expected {grad.shape}")
             grad = r
     return grad
+
+
+@contextlib.contextmanager
+def multi_hook_scope():
+    """Multi-grad hooks that see a gradient in this backward fire once at its end (and start
+    clean for the next one, after an error too)."""
+    prev, state.multi_hooks = state.multi_hooks, []
+    try:
+        yield
+        for mh in state.multi_hooks:
+            mh.fire()
+    finally:
+        for mh in state.multi_hooks:
+            mh.reset()
+        state.multi_hooks = prev

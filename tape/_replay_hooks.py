@@ -6,7 +6,9 @@ ever dropped in silence.
 """
 from __future__ import annotations
 
-from ._hooks import StatePoint
+import numpy as np
+
+from ._hooks import StatePoint, run_hooks
 from ._tensor import Tensor
 
 
@@ -39,12 +41,54 @@ def found(t, leaves, log):
     return out
 
 
-def refuse(hooks):
-    kind, where = hooks[0]
-    more = f" (and {len(hooks) - 1} more)" if len(hooks) > 1 else ""
-    raise NotImplementedError(
-        f"tape.compile: f registers {kind} at {where}{more}, which a replay would not run. "
-        "Use tape.value_and_grad (eager) for this function, or remove the hook.")
+class ReplayHooks:
+    """The hooks a replay runs, fixed when f is recorded, each looked up when the backward
+    reaches it (a hook removed since is not called; a BackwardState member is read then):
+
+    - hooks on non-leaf tensors (``register_hook``, ``state.hook``, multi-grad hooks): at their
+      slot, between jitted segments of the reverse sweep, as eager runs them (``sweep_segments``);
+    - hooks on inputs (argnums): on the gradient handed out, once per input, as eager's
+      ``tape.value_and_grad`` runs them on the leaf's total gradient.
+
+    ``retain_grad`` and post-accumulate hooks do what they do under eager's
+    ``tape.value_and_grad``: nothing, since a replay returns gradients and accumulates no
+    ``.grad``. A multi-grad hook fires once at the end of each replay's backward."""
+
+    def __init__(self, slots, sites):
+        self.slots = slots  # hooked slots, ascending
+        self.sites = sites  # [(kind, "file:line")] of every hook, for refusals (``found``)
+
+    def run_on_inputs(self, leaves, nums, grads, slots, state):
+        """Run the hooks of the inputs `nums` on their gradients `grads` (in place): once per
+        input reached (at `slots`, None where not) even when it is named twice, in the order
+        of their slots, as eager delivers leaves."""
+        at = {}  # slot -> positions in grads
+        for k, (i, s) in enumerate(zip(nums, slots)):
+            if s is not None and leaves[i]._meta.hooks:
+                at.setdefault(s, []).append(k)
+        for s in sorted(at):
+            ks = at[s]
+            g = np.asarray(grads[ks[0]])
+            g = run_hooks(leaves[nums[ks[0]]]._meta.hooks, g, f"an input of shape {g.shape}",
+                          state)
+            g = np.float64(g) if np.ndim(g) == 0 else g
+            for k in ks:
+                grads[k] = g
+
+
+def plan(t, leaves, log):
+    """The ReplayHooks of a recording on tape `t` with inputs `leaves`, or None when it
+    registered none a replay must run."""
+    slots = sorted(s for s, h in (t.hooks or {}).items() if h.hooks)
+    inputs = any(type(x) is Tensor and x._meta is not None and x._meta.hooks for x in leaves)
+    return ReplayHooks(slots, found(t, leaves, log)) if slots or inputs else None
+
+
+def raise_late():
+    raise RuntimeError(
+        "a hook was registered on a tensor of a compiled tape's recording after it was "
+        "recorded: a replay runs only the hooks f registers while recording. Register it "
+        "inside f (tape.compile records f again: compile it anew).")
 
 
 def refuse_saved_hooks():
@@ -52,3 +96,10 @@ def refuse_saved_hooks():
         "a compiled tape replays inside saved_tensors_hooks: a replay keeps its values in its "
         "own buffers and would call neither pack nor unpack. Call it outside the context, or "
         "use tape.value_and_grad (eager) there.")
+
+
+def refuse(sites, what, fix):
+    kind, where = sites[0]
+    more = f" (and {len(sites) - 1} more)" if len(sites) > 1 else ""
+    raise NotImplementedError(f"{what}: the recording has {kind} registered at {where}{more}, "
+                              f"which {what} cannot run; {fix}.")
