@@ -18,6 +18,7 @@ import numpy as np
 from jit.table import FORMAT_VERSION, OPCODE, TABLE, table_hash
 
 from ._guards import Guard
+from ._replay_hooks import load_points, saved_points
 from ._tensor import Tensor
 
 MAX_ELEMENTS = 1 << 30  # no more array elements than this in a loaded tape (a corrupt size)
@@ -92,16 +93,21 @@ def save(variant, path, argnums):
             "escapes": {str(c): [list(x) if x is not None else None for x in shp]
                         for c, shp in t.escapes.items()},
             "guards": guards, "is_array": is_array, "shapes": shapes,
+            "hook_points": saved_points(variant),
             "const_rows": const_rows}
     np.savez(path, meta=_json(meta), R=unmark_scalar_runs(A.R), S=A.S, sv=A.sv, IA=A.IA,
              FA=A.FA, consts=np.concatenate(consts) if consts else np.zeros(0), **statics,
              **gvals)
 
 
-def load(path, f=None):
+def load(path, f=None, state=None):
     """A CompiledTape from a file written by ``CompiledTape.save``. With `f`, a guard that
-    differs records f again; without it, that is an error."""
+    differs records f again; without it, that is an error. Its BackwardState points call the
+    members of `state` (``cf.state``; a new BackwardState when None)."""
+    from .backward_state import BackwardState
     from .compiled import CompiledTape
+
+    state = BackwardState() if state is None else state
 
     try:
         z = np.load(path, allow_pickle=False)
@@ -113,13 +119,15 @@ def load(path, f=None):
         raise ValueError(f"tape.load: {path} is not a readable compiled tape (not an .npz "
                          "archive of plain arrays, as cf.save writes)") from None
     try:
-        variant, argnums = _build(files)
+        variant, argnums = _build(files, state)
     except ValueError:
         raise
     except Exception as e:  # noqa: BLE001 - malformed content of any kind
         raise ValueError(f"tape.load: {path} is not a valid compiled tape ({type(e).__name__}: "
                          f"{e})") from None
-    return CompiledTape._from_variant(variant, f, argnums)
+    cf = CompiledTape._from_variant(variant, f, argnums)
+    cf.state = state
+    return cf
 
 
 def _need(cond, what):
@@ -135,7 +143,7 @@ def _array(files, name, dtype, ndim):
     return np.ascontiguousarray(a)
 
 
-def _build(files):
+def _build(files, state):
     raw = _array(files, "meta", np.uint8, 1)
     meta = json.loads(bytes(raw).decode())
     _need(isinstance(meta, dict), "metadata is not a mapping")
@@ -206,7 +214,22 @@ def _build(files):
                               is_array=isarr, code=R[:, 0] & 255,
                               packed_slot=np.zeros(0, np.int64))
     t.freed = np.zeros(n, np.uint8)
-    return _variant(t, meta, files, size), _argnums(meta["argnums"])
+    v = _variant(t, meta, files, size)
+    v.hooks = load_points(t, _points(meta, n, side_of, shapes, is_array), [
+        tuple(shapes[side_of[s]]) if s in side_of and is_array[side_of[s]] else ()
+        for s in range(n)], state)
+    v.hooked_slots = len(t.hooks or ())
+    return v, _argnums(meta["argnums"])
+
+
+def _points(meta, n, side_of, shapes, is_array):
+    points = meta.get("hook_points", [])
+    _need(isinstance(points, list), "hook points")
+    for p in points:
+        _need(isinstance(p, dict) and isinstance(p.get("slot"), int) and 0 <= p["slot"] < n
+              and isinstance(p.get("name"), str) and p["name"].isidentifier()
+              and isinstance(p.get("where"), str), "a hook point")
+    return points
 
 
 def _argnums(a):

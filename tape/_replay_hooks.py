@@ -103,3 +103,43 @@ def refuse(sites, what, fix):
     more = f" (and {len(sites) - 1} more)" if len(sites) > 1 else ""
     raise NotImplementedError(f"{what}: the recording has {kind} registered at {where}{more}, "
                               f"which {what} cannot run; {fix}.")
+
+
+def saved_points(variant):
+    """[{slot, name, where}] of the recording's BackwardState points, for ``cf.save``: a
+    saved tape keeps them by name. Any other hook is code, not data: refused, named."""
+    h = variant.hooks
+    if h is None:
+        return []
+    points, t = [], variant.t
+    for s in h.slots:
+        for fn in t.hooks[s].hooks.values():
+            if type(fn) is not StatePoint:
+                kind, where = next((k, w) for k, w in h.sites if k == _kind(fn))
+                raise ValueError(
+                    f"CompiledTape.save: the recording has {kind} at {where}: a hook is code, "
+                    "which a saved tape does not hold. Use a tape.BackwardState point "
+                    "(state.hook(x, 'name')), which a loaded tape binds by name.")
+            points.append({"slot": int(s), "name": fn.name, "where": fn.where})
+    for k, where in h.sites:
+        if k.endswith("on an input"):
+            raise ValueError(f"CompiledTape.save: the recording has {k} at {where}: a hook is "
+                             "code, which a saved tape does not hold.")
+    return points
+
+
+def load_points(t, points, shapes, state):
+    """The ReplayHooks of a loaded tape: its saved points call `state`'s members by name."""
+    from ._hooks import SlotHooks
+
+    if not points:
+        return None
+    t.hooks = {}
+    for p in points:
+        s = p["slot"]
+        h = t.hooks.get(s)
+        if h is None:
+            h = t.hooks[s] = SlotHooks(shapes[s])
+        h.hooks[len(h.hooks)] = StatePoint(state, p["name"], p["where"])
+    return ReplayHooks(sorted(t.hooks), [(_kind(fn), fn.where) for h in t.hooks.values()
+                                         for fn in h.hooks.values()])

@@ -1195,8 +1195,10 @@ def _load_bytes(data):
     return _persist.load(io.BytesIO(data))
 
 
-def load(path, f=None):
+def load(path, f=None, state=None):
     """A CompiledTape saved by ``cf.save(path)``. The file is validated before any kernel runs
     (a corrupt or hostile file raises ValueError). With `f`, arguments the recording does not
-    fit record f again; without it they are an error."""
-    return _persist.load(path, f)
+    fit record f again; without it they are an error. The recording's ``state.hook(x, name)``
+    points call the members of `state` (a ``tape.BackwardState``, ``cf.state``; a new one
+    when None): bind them after loading, ``cf.state.name = fn``."""
+    return _persist.load(path, f, state)

@@ -320,3 +320,42 @@ def test_hooks_inside_large_blocked_runs_and_around_escapes(threads):
         e = tape.value_and_grad(f)(x, X)
         assert seen == log == ["c", "y"]
         _same(r, e)
+
+
+def test_a_saved_tape_keeps_its_backward_state_points_by_name(tmp_path):
+    state = tape.BackwardState()
+
+    def f(x):
+        y = state.hook(tnp.sin(x) * 2.0, "clip")
+        z = state.hook(y * y, "scale")
+        return tnp.sum(z) + tnp.sum(y)
+
+    state.clip = lambda g: np.clip(g, -1.0, 1.0)
+    state.scale = lambda g: g * 3.0
+    x = np.array([0.3, -1.2, 2.0])
+    cf = tape.compile(f, x)
+    cf.save(tmp_path / "f.npz")
+    loaded = tape.load(tmp_path / "f.npz")
+    with pytest.raises(RuntimeError, match=r"'scale' is not set.*test_compiled_hooks\.py:\d+"):
+        loaded.value_and_grad(x)
+    loaded.state.clip, loaded.state.scale = state.clip, state.scale  # bound after loading
+    _same(loaded.value_and_grad(x), tape.value_and_grad(f)(x))
+    other = tape.BackwardState()
+    other.clip = other.scale = lambda g: g
+    state.clip = state.scale = other.clip
+    _same(loaded.value_and_grad(x, state=other), tape.value_and_grad(f)(x))
+    given = tape.load(tmp_path / "f.npz", state=other)
+    assert given.state is other
+    _same(given.grad(x), tape.grad(f)(x))
+
+
+def test_saving_a_recording_with_a_plain_hook_is_refused_with_its_line(tmp_path):
+    def f(x):
+        y = x * 2.0
+        y.register_hook(lambda g: g)  # hooked
+        return tnp.sum(y * y)
+
+    cf = tape.compile(f, np.ones(2))
+    with pytest.raises(ValueError, match="BackwardState") as e:
+        cf.save(tmp_path / "f.npz")
+    assert _line(f, "# hooked") in str(e.value)
