@@ -115,6 +115,8 @@ class Tape:
             self.rows.extend((CONST, -1, -1))
             if x:
                 self.consts[x] = slot
+            if state.guards is not None:
+                state.guards.note_const(slot)
         return slot
 
     def const(self, value) -> int:
@@ -123,8 +125,11 @@ class Tape:
             slot = len(self.sv)
             self.sv.append(value)
             self.rows.extend((CONST, -1, -1))
-            return slot
-        return self.row(CONST, -1, -1, value, value.size)
+        else:
+            slot = self.row(CONST, -1, -1, value, value.size)
+        if state.guards is not None:
+            state.guards.note_const(slot)
+        return slot
 
     def value(self, slot):
         k = self.side_of.get(slot)

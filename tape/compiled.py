@@ -60,7 +60,8 @@ _ESCAPE_VALUE = {"matmul_blas": np.matmul, "inv": np.linalg.inv, "det": np.linal
                  "logabsdet": lambda a: np.linalg.slogdet(a)[1], "solve": np.linalg.solve}
 
 
-def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa: A001
+def compile(f, *example_args, argnums=0, max_variants=8, threads=None,  # noqa: A001
+            check_constants=False):
     """Record ``f(*example_args)`` once and return a CompiledTape that replays it.
 
     `argnums` (int or tuple) are the arguments gradients are taken with respect to.
@@ -72,8 +73,11 @@ def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa:
     of two, at most 8; 1: none (say so in process pools that already use every core). Results
     are the same bits whatever the count. The threads wait for work awake for 2 ms after each
     piece (``_threads.SPIN_SECONDS``), so a loop of calls does not pay for waking them.
+    `check_constants`: record f twice at each new recording and raise, naming the lines, when
+    constants differ between the two (a random draw or a global that changed inside f, which
+    a replay would freeze: ``_frozen``); a debugging aid, it doubles the cost of recording.
     """
-    return CompiledTape(f, example_args, argnums, max_variants, threads)
+    return CompiledTape(f, example_args, argnums, max_variants, threads, check_constants)
 
 
 def _serialized(method):
@@ -91,12 +95,15 @@ def _serialized(method):
 
 class CompiledTape:
     threads = None  # (see compile)
+    check_constants = False  # (see compile)
     state = None  # a loaded tape's BackwardState: its hook points call its members
     _lean = None  # the last value_and_grad's variant, as a lean call (_Variant.lean_value_and_grad)
 
-    def __init__(self, f, example_args, argnums=0, max_variants=8, threads=None):
+    def __init__(self, f, example_args, argnums=0, max_variants=8, threads=None,
+                 check_constants=False):
         self.f = f
         self.threads = threads
+        self.check_constants = check_constants
         self.argnums = argnums
         self.nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         self.max_variants = max_variants
@@ -422,6 +429,12 @@ class CompiledTape:
                    "(shapes or static arguments)")
                 + ": it cannot record again. Pass f= to tape.load to allow that.")
         v = _Variant(self.f, args, self.nums)
+        if self.check_constants:
+            from . import _frozen
+
+            sites = {}
+            w = _Variant(self.f, args, self.nums, const_sites=sites)
+            _frozen.check(v, w, sites, getattr(self.f, "__name__", "f"))
         self._settle(v, args)
         self.counters["recordings"] += 1
         self.variants[self.counters["recordings"]] = v
@@ -705,7 +718,7 @@ class _Variant:
             self._cuts = cuts
         return cuts
 
-    def __init__(self, f, args, nums):
+    def __init__(self, f, args, nums, const_sites=None):
         self.shapes = [np.shape(_raw(a)) if _is_input(a) else None for a in args]
         self.statics = [None if _is_input(a) else (np.array(a) if isinstance(a, np.ndarray)
                                                    else a) for a in args]
@@ -722,6 +735,7 @@ class _Variant:
         self.args = tuple(np.array(_raw(a), dtype=np.float64) if _is_input(a) else a
                           for a in args)  # as recorded (to pickle)
         log = _guards.GuardLog()
+        log.const_sites = const_sites
         prev = thread_state.guards, thread_state.saved_hooks
         thread_state.guards, thread_state.saved_hooks = log, None
         try:
