@@ -139,6 +139,21 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
     return links
 
 
+def last_readers(A, need):
+    """The last row that reads each slot's value in a reverse sweep with `need` (-1: none):
+    the value-reading rows read their operands' values and their own."""
+    R = A.R
+    rows = np.flatnonzero(need)
+    rows = rows[~np.isin(A.code[rows], _VALUE_FREE_CODES)]  # these read no value
+    last = np.full(len(R), -1, np.int64)
+    for col in (1, 2):
+        ops = R[rows, col]
+        ok = ops >= 0
+        np.maximum.at(last, ops[ok], rows[ok])
+    last[rows] = np.maximum(last[rows], rows)
+    return last
+
+
 UNPACK_BUDGET = 1 << 26  # bytes of packed saved values a backward unpacks at a time
 
 
@@ -153,15 +168,7 @@ class _Unpacker:
 
     def __init__(self, t, A, need):
         self.t, self.A = t, A
-        R = A.R
-        rows = np.flatnonzero(need)
-        rows = rows[~np.isin(A.code[rows], _VALUE_FREE_CODES)]  # these read no value
-        last = np.full(len(R), -1, np.int64)  # the last row that reads each value
-        for col in (1, 2):
-            ops = R[rows, col]
-            ok = ops >= 0
-            np.maximum.at(last, ops[ok], rows[ok])
-        last[rows] = np.maximum(last[rows], rows)
+        last = last_readers(A, need)
         self.last = {int(s): int(last[s]) for s in A.packed_slot if last[s] >= 0}
         self.live = set()
 

@@ -91,11 +91,43 @@ def raise_late():
         "inside f (tape.compile records f again: compile it anew).")
 
 
-def refuse_saved_hooks():
+def refuse_saved_hooks(what):
     raise NotImplementedError(
-        "a compiled tape replays inside saved_tensors_hooks: a replay keeps its values in its "
-        "own buffers and would call neither pack nor unpack. Call it outside the context, or "
-        "use tape.value_and_grad (eager) there.")
+        f"{what} inside saved_tensors_hooks: a replay's values stay in its own buffers, and "
+        f"{what} would call neither pack nor unpack. Call cf.value_and_grad or cf.grad there "
+        "(they pack and unpack as eager does), or call it outside the context.")
+
+
+def pack_and_unpack(t, A, need):
+    """What eager does with ``saved_tensors_hooks`` active around a backward, for a replay
+    whose forward has run: pack every array value the recording saves (every array row but
+    the inputs, in row order), then unpack those the reverse sweep with `need` reads, in the
+    order eager's sweep reaches them (the latest reader first), into the rows' buffers, so
+    that the sweep reads what unpack returned. (Eager unpacks segment by segment to bound
+    memory; a replay's buffers exist anyway, so it unpacks before the sweep.) Returns the
+    constants' own values [(slot, value)] to put back after the sweep (``restore``): no
+    forward recomputes a constant row."""
+    from jit.table import OPCODE, TABLE
+
+    from ._backward import last_readers
+    from .saved_variable import SavedVariable
+
+    slots = np.flatnonzero(A.is_array & (A.code != OPCODE["leaf"]))
+    saved = {int(s): SavedVariable(np.array(t.value(s)), f"op '{TABLE[A.code[s]].name}'")
+             for s in slots}
+    last = last_readers(A, need)
+    const = OPCODE["const"]
+    kept = []
+    for _, s in sorted(((int(last[s]), s) for s in saved if last[s] >= 0), reverse=True):
+        if A.code[s] == const:
+            kept.append((s, np.array(t.value(s))))
+        t.store(s, saved.pop(s).value())
+    return kept
+
+
+def restore(t, kept):
+    for s, value in kept:
+        t.store(s, value)
 
 
 def refuse(sites, what, fix):

@@ -132,9 +132,9 @@ class CompiledTape:
         ``tape.BackwardState`` whose members the recording's ``state.hook(x, name)`` points call
         in this call's backward (None: the state f recorded them with, or ``cf.state`` on a
         loaded tape)."""
-        lean = self._lean
         if thread_state.saved_hooks is not None:
-            _replay_hooks.refuse_saved_hooks()
+            return self._value_and_grad_packed(args, state)
+        lean = self._lean
         if lean is not None and state is None:
             result = lean(args)
             if result is not None:
@@ -149,6 +149,26 @@ class CompiledTape:
             v.give_back()
         value = v.output()
         self._lean = v.lean_value_and_grad(self.nums, isinstance(self.argnums, int))
+        return value, (grads[0] if isinstance(self.argnums, int) else tuple(grads))
+
+    def _value_and_grad_packed(self, args, state):
+        """value_and_grad inside saved_tensors_hooks: the forward replayed, its saved values
+        packed and unpacked as eager's backward does (``_replay_hooks.pack_and_unpack``), then
+        the reverse sweep over the unpacked values."""
+        hooks = thread_state.saved_hooks
+        thread_state.saved_hooks = None  # (the replay itself, or a new recording, packs nothing)
+        try:
+            v = self._variant(args)
+        finally:
+            thread_state.saved_hooks = hooks
+        value = v.output()
+        kept = []
+        try:
+            if v.t is not None:
+                kept = _replay_hooks.pack_and_unpack(v.t, v.A, _need_masks(v, self.nums)[2])
+            grads = v.gradient(self.nums, threads=self.threads, state=self._state(state))
+        finally:
+            _replay_hooks.restore(v.t, kept)
         return value, (grads[0] if isinstance(self.argnums, int) else tuple(grads))
 
     def grad(self, *args, state=None):
@@ -279,8 +299,9 @@ class CompiledTape:
         """
         X = np.asarray(X, dtype=np.float64)
         i = self.nums[0]
-        if self._calls_functions() or self._has_hooks():
-            threads = 1  # a Function's ctx belongs to one recording, hooks run in row order
+        if self._calls_functions() or self._has_hooks() or thread_state.saved_hooks:
+            threads = 1  # a Function's ctx belongs to one recording; hooks (and the
+            # saved_tensors_hooks of this thread) run in row order
         if threads > 1 and len(X) > 1:
             values, grads = self._batch_threads(X, rest, i, int(threads))
         else:
@@ -383,7 +404,7 @@ class CompiledTape:
         nothing to check or run in Python between the sweeps is only loaded (``deferred``):
         its caller runs the forward sweep in the same jitted call as the reverse one."""
         if thread_state.saved_hooks is not None:
-            _replay_hooks.refuse_saved_hooks()
+            _replay_hooks.refuse_saved_hooks("a compiled tape's value, vjp, jvp or hvp")
         self.counters["calls"] += 1
         self._lean = None
         args = tuple(map(_as_input, args))

@@ -28,13 +28,55 @@ def test_saved_tensors_hooks_inside_f_is_refused_with_its_line():
     assert _line(f, "# packed") in str(e.value)
 
 
-def test_saved_tensors_hooks_around_a_replay_is_refused():
-    cf = tape.compile(lambda x: tnp.sum(tnp.sin(x) * x), np.ones(3))
-    cf.value_and_grad(np.ones(3))
-    with tape.graph.saved_tensors_hooks(lambda a: a, lambda a: a):
-        for call in (cf.value_and_grad, cf, cf.grad):
+@pytest.mark.parametrize("escape", [False, True])
+def test_saved_tensors_hooks_around_a_replay_pack_and_unpack_as_eager(escape):
+    """Pack at the replay's forward, unpack what the backward reads, in eager's order; the
+    sweep reads what unpack returned (float16 here: the gradient is eager's approximate one)."""
+    log = []
+
+    def pack(a):
+        log.append(("pack", a.shape))
+        return a.astype(np.float16)
+
+    def unpack(p):
+        log.append(("unpack", p.shape))
+        return p.astype(np.float64)
+
+    def f(x):
+        y = tnp.sin(x * 2.0)
+        z = (y @ W) * y if escape else tnp.exp(y) * y
+        return tnp.sum(z * z) + tnp.sum(tnp.sin(x) * (W[0] * 1.1))  # (not float16)
+
+    cf = tape.compile(f, np.ones(3))
+    for x in (np.array([0.3, -0.7, 1.1]), np.array([0.1, 0.2, 0.3])):
+        log.clear()
+        with tape.graph.saved_tensors_hooks(pack, unpack):
+            r = cf.value_and_grad(x)
+            g = cf.grad(x)
+        seen = list(log)
+        log.clear()
+        with tape.graph.saved_tensors_hooks(pack, unpack):
+            e = tape.value_and_grad(f)(x)
+            tape.grad(f)(x)
+        assert seen == log and ("unpack", (3,)) in seen
+        _same(r, e)
+        _same(g, e[1])
+        assert not np.array_equal(e[1], tape.grad(f)(x))  # (float16: the values went through)
+    X = np.array([[0.3, -0.7, 1.1], [0.1, 0.2, 0.3]])
+    log.clear()
+    with tape.graph.saved_tensors_hooks(pack, unpack):
+        values, grads = cf.value_and_grad_batch(X, threads=2)
+    seen = list(log)
+    log.clear()
+    with tape.graph.saved_tensors_hooks(pack, unpack):
+        eager = [tape.value_and_grad(f)(row) for row in X]
+    assert seen == log
+    _same(grads, np.stack([e[1] for e in eager]))
+    with tape.graph.saved_tensors_hooks(pack, unpack):
+        for call in (cf, lambda x: cf.vjp(x)):
             with pytest.raises(NotImplementedError, match="saved_tensors_hooks"):
                 call(np.ones(3))
+    _same(cf.value_and_grad(x), tape.value_and_grad(f)(x))  # outside: exact again
 
 
 def _same(replay, eager):
