@@ -389,6 +389,11 @@ def test_a_saved_tape_keeps_its_backward_state_points_by_name(tmp_path):
     given = tape.load(tmp_path / "f.npz", state=other)
     assert given.state is other
     _same(given.grad(x), tape.grad(f)(x))
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(given))  # (as Dask ships it: bindings stay behind)
+    with pytest.raises(RuntimeError, match="'scale' is not set"):
+        copy.grad(x)
 
 
 def test_saving_a_recording_with_a_plain_hook_is_refused_with_its_line(tmp_path):
@@ -401,3 +406,21 @@ def test_saving_a_recording_with_a_plain_hook_is_refused_with_its_line(tmp_path)
     with pytest.raises(ValueError, match="BackwardState") as e:
         cf.save(tmp_path / "f.npz")
     assert _line(f, "# hooked") in str(e.value)
+
+
+def test_distributed_map_in_process_runs_hooks_per_row():
+    import tape.distributed
+
+    log = []
+
+    def f(x):
+        y = x * 2.0
+        y.register_hook(lambda g: log.append(1) or g * 0.5)
+        return tnp.sum(tnp.sin(y))
+
+    cf = tape.compile(f, np.ones(2))
+    X = np.array([[0.1, 0.2], [0.3, -0.4], [1.0, 2.0]])
+    log.clear()
+    values, grads = tape.distributed.map_value_and_grad(cf, X, progress=False)
+    assert len(log) == 3
+    _same(grads, np.stack([tape.grad(f)(row) for row in X]))
