@@ -25,7 +25,7 @@ def found(t, leaves, log):
     registered (`log`: the recording's GuardLog, which noted where)."""
     sites = log.hook_sites
     out = []
-    for slot, h in sorted((t.hooks or {}).items()):
+    for slot, h in sorted((t.hooks or {}).items() if t is not None else ()):
         for key, fn in h.hooks.items():
             out.append((_kind(fn), getattr(fn, "where", None) or sites.get(key, "?")))
         if h.retain:

@@ -786,6 +786,10 @@ class _Variant:
                         "it. Return only differentiable outputs from Functions in a compiled f.")
         self.t = t
         self.hooks = _replay_hooks.plan(t, self.leaves, log) if t is not None else None
+        if t is None and _replay_hooks.found(None, self.leaves, log):
+            _replay_hooks.refuse(_replay_hooks.found(None, self.leaves, log), "tape.compile",
+                                 "f records no operation for a replay to run it in; use "
+                                 "tape.value_and_grad (eager)")
         self.guards = log.bind(t) if t is not None else []
         if t is None:
             return

@@ -424,3 +424,13 @@ def test_distributed_map_in_process_runs_hooks_per_row():
     values, grads = tape.distributed.map_value_and_grad(cf, X, progress=False)
     assert len(log) == 3
     _same(grads, np.stack([tape.grad(f)(row) for row in X]))
+
+
+def test_a_hook_on_an_input_f_returns_unchanged_is_refused():
+    def f(x):
+        x.register_hook(lambda g: g * 2.0)  # hooked
+        return x
+
+    with pytest.raises(NotImplementedError, match="records no operation") as e:
+        tape.compile(f, 1.5)
+    assert _line(f, "# hooked") in str(e.value)
