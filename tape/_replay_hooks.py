@@ -1,8 +1,9 @@
 """Hooks in compiled replay: what a recording registered, found once when it is recorded.
 
 A replay runs no Python of f, so every hook f registered while recording is either run by the
-replay or refused here, at recording, naming its kind and the line that registered it: none is
-ever dropped in silence.
+replay (tensor hooks, BackwardState points, multi-grad hooks, hooks on inputs; saved-tensor
+hooks around a call) or refused, naming its kind and the line that registered it: none is ever
+dropped in silence. A saved tape keeps its BackwardState points by name.
 """
 from __future__ import annotations
 
@@ -21,23 +22,23 @@ def _kind(fn):
 
 
 def found(t, leaves, log):
-    """[(kind, "file:line")] of every hook the recording on tape `t` with inputs `leaves`
-    registered (`log`: the recording's GuardLog, which noted where)."""
+    """[(kind, "file:line", hook)] of every hook the recording on tape `t` with inputs
+    `leaves` registered (`log`: the recording's GuardLog, which noted where)."""
     sites = log.hook_sites
     out = []
     for slot, h in sorted((t.hooks or {}).items() if t is not None else ()):
         for key, fn in h.hooks.items():
-            out.append((_kind(fn), getattr(fn, "where", None) or sites.get(key, "?")))
+            out.append((_kind(fn), getattr(fn, "where", None) or sites.get(key, "?"), fn))
         if h.retain:
-            out.append(("retain_grad", sites.get(("retain", slot), "?")))
+            out.append(("retain_grad", sites.get(("retain", slot), "?"), None))
     for leaf in leaves:
         m = leaf._meta if type(leaf) is Tensor else None
         if m is None:
             continue
         for key, fn in m.hooks.items():
-            out.append((_kind(fn) + " on an input", sites.get(key, "?")))
-        for key in m.post_hooks:
-            out.append(("a post-accumulate-grad hook", sites.get(key, "?")))
+            out.append((_kind(fn) + " on an input", sites.get(key, "?"), fn))
+        for key, fn in m.post_hooks.items():
+            out.append(("a post-accumulate-grad hook", sites.get(key, "?"), fn))
     return out
 
 
@@ -56,7 +57,7 @@ class ReplayHooks:
 
     def __init__(self, slots, sites):
         self.slots = slots  # hooked slots, ascending
-        self.sites = sites  # [(kind, "file:line")] of every hook, for refusals (``found``)
+        self.sites = sites  # [(kind, "file:line", hook)] of every hook, for refusals
 
     def run_on_inputs(self, leaves, nums, grads, slots, state):
         """Run the hooks of the inputs `nums` on their gradients `grads` (in place): once per
@@ -131,7 +132,7 @@ def restore(t, kept):
 
 
 def refuse(sites, what, fix):
-    kind, where = sites[0]
+    kind, where, _ = sites[0]
     more = f" (and {len(sites) - 1} more)" if len(sites) > 1 else ""
     raise NotImplementedError(f"{what}: the recording has {kind} registered at {where}{more}, "
                               f"which {what} cannot run; {fix}.")
@@ -147,13 +148,13 @@ def saved_points(variant):
     for s in h.slots:
         for fn in t.hooks[s].hooks.values():
             if type(fn) is not StatePoint:
-                kind, where = next((k, w) for k, w in h.sites if k == _kind(fn))
+                kind, where = next((k, w) for k, w, hook in h.sites if hook is fn)
                 raise ValueError(
                     f"CompiledTape.save: the recording has {kind} at {where}: a hook is code, "
                     "which a saved tape does not hold. Use a tape.BackwardState point "
                     "(state.hook(x, 'name')), which a loaded tape binds by name.")
             points.append({"slot": int(s), "name": fn.name, "where": fn.where})
-    for k, where in h.sites:
+    for k, where, _ in h.sites:
         if k.endswith("on an input"):
             raise ValueError(f"CompiledTape.save: the recording has {k} at {where}: a hook is "
                              "code, which a saved tape does not hold.")
@@ -173,5 +174,5 @@ def load_points(t, points, shapes, state):
         if h is None:
             h = t.hooks[s] = SlotHooks(shapes[s])
         h.hooks[len(h.hooks)] = StatePoint(state, p["name"], p["where"])
-    return ReplayHooks(sorted(t.hooks), [(_kind(fn), fn.where) for h in t.hooks.values()
+    return ReplayHooks(sorted(t.hooks), [(_kind(fn), fn.where, fn) for h in t.hooks.values()
                                          for fn in h.hooks.values()])

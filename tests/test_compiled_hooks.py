@@ -397,15 +397,19 @@ def test_a_saved_tape_keeps_its_backward_state_points_by_name(tmp_path):
 
 
 def test_saving_a_recording_with_a_plain_hook_is_refused_with_its_line(tmp_path):
+    state = tape.BackwardState()
+
     def f(x):
         y = x * 2.0
         y.register_hook(lambda g: g)  # hooked
-        return tnp.sum(y * y)
+        z = state.hook(y * 3.0, "point")
+        z.register_hook(lambda g: g)  # second
+        return tnp.sum(z * z)
 
     cf = tape.compile(f, np.ones(2))
     with pytest.raises(ValueError, match="BackwardState") as e:
         cf.save(tmp_path / "f.npz")
-    assert _line(f, "# hooked") in str(e.value)
+    assert _line(f, "# hooked") in str(e.value) and _line(f, "# second") not in str(e.value)
 
 
 def test_distributed_map_in_process_runs_hooks_per_row():
