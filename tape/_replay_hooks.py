@@ -77,9 +77,16 @@ class ReplayHooks:
                 grads[k] = g
 
 
-def plan(t, leaves, log):
-    """The ReplayHooks of a recording on tape `t` with inputs `leaves`, or None when it
-    registered none a replay must run."""
+def plan(t, leaves, nums, log):
+    """The ReplayHooks of a recording on tape `t` with inputs `leaves` (gradients taken with
+    respect to `nums`), or None when it registered none a replay must run. A hook on an input
+    outside `nums` would never see a gradient (eager passes that argument as an array, which
+    takes no hook): refused."""
+    for i, x in enumerate(leaves):
+        if i not in nums and type(x) is Tensor and x._meta is not None and x._meta.hooks:
+            sites = found(None, [x], log)
+            refuse(sites, "tape.compile", f"argument {i} is not in argnums, so no gradient of "
+                   "it is computed; add it to argnums or remove the hook")
     slots = sorted(s for s, h in (t.hooks or {}).items() if h.hooks)
     inputs = any(type(x) is Tensor and x._meta is not None and x._meta.hooks for x in leaves)
     return ReplayHooks(slots, found(t, leaves, log)) if slots or inputs else None

@@ -785,7 +785,7 @@ class _Variant:
                         "non-differentiable): a replay could not update what f computes from "
                         "it. Return only differentiable outputs from Functions in a compiled f.")
         self.t = t
-        self.hooks = _replay_hooks.plan(t, self.leaves, log) if t is not None else None
+        self.hooks = _replay_hooks.plan(t, self.leaves, nums, log) if t is not None else None
         if t is None and _replay_hooks.found(None, self.leaves, log):
             _replay_hooks.refuse(_replay_hooks.found(None, self.leaves, log), "tape.compile",
                                  "f records no operation for a replay to run it in; use "

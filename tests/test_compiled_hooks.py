@@ -438,3 +438,13 @@ def test_a_hook_on_an_input_f_returns_unchanged_is_refused():
     with pytest.raises(NotImplementedError, match="records no operation") as e:
         tape.compile(f, 1.5)
     assert _line(f, "# hooked") in str(e.value)
+
+
+def test_a_hook_on_an_input_outside_argnums_is_refused():
+    def f(x, c):
+        c.register_hook(lambda g: g)  # hooked
+        return tnp.sum(x * c)
+
+    with pytest.raises(NotImplementedError, match="not in argnums") as e:
+        tape.compile(f, np.ones(2), np.ones(2))
+    assert _line(f, "# hooked") in str(e.value)
