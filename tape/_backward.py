@@ -17,8 +17,7 @@ import jit
 from jit.table import OPCODE, TABLE
 
 from ._gemm import cached_native_pieces, native_pieces
-from ._hooks import run_hooks
-from ._state import state
+from ._hooks import multi_hook_scope, run_hooks
 from ._threads import run_pieces, run_shares, thread_count
 from .saved_variable import BACKWARD_TWICE
 
@@ -36,13 +35,8 @@ def run(roots, seeds, inputs=None, retain_graph=False):
     With `inputs` None, leaf gradients accumulate into ``.grad``. Otherwise returns a list with
     the gradient of each input (None where no path reaches it).
     """
-    prev, state.multi_hooks = state.multi_hooks, []  # multi-grad hooks fire once, at the end
-    try:
+    with multi_hook_scope():
         return _run(roots, seeds, inputs, retain_graph)
-    finally:
-        for mh in state.multi_hooks:
-            mh.reset()  # after an error too, so that the next backward starts clean
-        state.multi_hooks = prev
 
 
 def _run(roots, seeds, inputs, retain_graph):
@@ -85,8 +79,6 @@ def _run(roots, seeds, inputs, retain_graph):
                 heapq.heappush(heap, -link_tape.id)
             pending[link_tape.id][1].append((slot, g))
     _deliver_leaves(leaf_grads, want, out)
-    for mh in state.multi_hooks:
-        mh.fire()
     return out
 
 
@@ -147,6 +139,21 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
     return links
 
 
+def last_readers(A, need):
+    """The last row that reads each slot's value in a reverse sweep with `need` (-1: none):
+    the value-reading rows read their operands' values and their own."""
+    R = A.R
+    rows = np.flatnonzero(need)
+    rows = rows[~np.isin(A.code[rows], _VALUE_FREE_CODES)]  # these read no value
+    last = np.full(len(R), -1, np.int64)
+    for col in (1, 2):
+        ops = R[rows, col]
+        ok = ops >= 0
+        np.maximum.at(last, ops[ok], rows[ok])
+    last[rows] = np.maximum(last[rows], rows)
+    return last
+
+
 UNPACK_BUDGET = 1 << 26  # bytes of packed saved values a backward unpacks at a time
 
 
@@ -161,15 +168,7 @@ class _Unpacker:
 
     def __init__(self, t, A, need):
         self.t, self.A = t, A
-        R = A.R
-        rows = np.flatnonzero(need)
-        rows = rows[~np.isin(A.code[rows], _VALUE_FREE_CODES)]  # these read no value
-        last = np.full(len(R), -1, np.int64)  # the last row that reads each value
-        for col in (1, 2):
-            ops = R[rows, col]
-            ok = ops >= 0
-            np.maximum.at(last, ops[ok], rows[ok])
-        last[rows] = np.maximum(last[rows], rows)
+        last = last_readers(A, need)
         self.last = {int(s): int(last[s]) for s in A.packed_slot if last[s] >= 0}
         self.live = set()
 
@@ -243,7 +242,7 @@ def reverse_cuts(t, need, hooked=(), hubs=()):
 
 
 def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=None,
-                   summed=None, threads=1, runs=None):
+                   summed=None, threads=1, runs=None, backward_state=None):
     """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
     run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
     `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
@@ -255,7 +254,8 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     `threads`: how many threads an escape's rule may split its work among (``compile``'s
     argument, ``_run_escape``), and, with `runs` (runs(lo, hi): the large blocked runs of a
     segment, highest first), each of those runs' blocks (the same bits: each element's
-    adjoint gets the same terms in the same order)."""
+    adjoint gets the same terms in the same order). `backward_state`: the BackwardState that
+    ``state.hook`` points look their members up in instead of their own (``run_hooks``)."""
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
     T = thread_count(threads) if runs is not None and threads != 1 else 1
@@ -277,7 +277,8 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
             h = t.hooks[c]
             o = GO[c]
             g = G[o:o + A.size[c]].reshape(h.shape)
-            g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}")
+            g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}",
+                               backward_state)
             if h.retain and retain_hooked:
                 h.grad = g.copy() if h.grad is None else h.grad + g
         if c in hubs:

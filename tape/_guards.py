@@ -98,8 +98,8 @@ def _same(a, b):
         np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
-def _caller():
-    f = sys._getframe(2)
+def _caller(depth=2):
+    f = sys._getframe(depth)
     while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _PACKAGE:
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
@@ -127,6 +127,14 @@ def note(spec, operands, result):
     return result
 
 
+def note_hook(key):
+    """Remember where user code registered a hook while tape.compile records (a replay that
+    cannot run it names this line when it refuses)."""
+    log = state.guards
+    if log is not None:
+        log.hook_sites[key] = _caller()
+
+
 def _freeze(r):
     if isinstance(r, np.ndarray):
         return r.copy()
@@ -140,6 +148,12 @@ class GuardLog:
 
     def __init__(self):
         self.guards = []
+        self.hook_sites = {}  # hook handle id, or ("retain", slot) -> "file:line" registering it
+        self.const_sites = None  # slot -> "file:line" of each constant, when asked (_frozen)
+
+    def note_const(self, slot):
+        if self.const_sites is not None:
+            self.const_sites[slot] = _caller(3)
 
     def bind(self, t):
         """Check that every guarded value was recorded on tape `t`; keep slots only."""

@@ -7,9 +7,12 @@ before it is accumulated into ``.grad``; post-accumulate hooks run after that.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
+
+from ._state import state
 
 _handle_ids = itertools.count()
 
@@ -47,10 +50,40 @@ class SlotHooks:
         self.grad = None  # the retained gradient
 
 
-def run_hooks(hooks, grad, what):
-    """Call each hook with the gradient; a hook may return a replacement of the same shape."""
+class StatePoint:
+    """The hook ``state.hook(x, name)`` registers: calls the state's member `name`, looked up
+    when the backward reaches it (so it may be bound or rebound after recording). A compiled
+    replay may pass another state to look it up in (``run_hooks``'s `state`)."""
+
+    __slots__ = ("state", "name", "where", "__name__")
+
+    def __init__(self, state, name, where):
+        self.state, self.name, self.where = state, name, where
+        self.__name__ = f"BackwardState.{name}"
+
+    def __call__(self, grad, state=None):
+        state = self.state if state is None else state
+        fn = state.__dict__.get(self.name) if state is not None else None
+        if fn is None:
+            raise RuntimeError(
+                f"BackwardState member {self.name!r} is not set, but the op "
+                f"state.hook(..., {self.name!r}) recorded at {self.where} needs it in the "
+                f"backward. Bind it before calling backward: state.{self.name} = fn "
+                "(fn(grad) -> grad or None); on a compiled tape, cf.state."
+                f"{self.name} = fn or cf.value_and_grad(..., state=s).")
+        if not callable(fn):
+            raise RuntimeError(f"BackwardState member {self.name!r} is a {type(fn).__name__}, "
+                               f"not a callable (needed by state.hook at {self.where})")
+        return fn(grad)
+
+
+def run_hooks(hooks, grad, what, state=None):
+    """Call each hook with the gradient; a hook may return a replacement of the same shape.
+    `state`: the BackwardState that ``state.hook`` points look their members up in, instead of
+    their own (a compiled replay's per-call state)."""
     for fn in list(hooks.values()):
-        r = fn(grad.copy())
+        r = fn(grad.copy()) if state is None or type(fn) is not StatePoint else \
+            fn(grad.copy(), state)
         if r is not None:
             r = np.asarray(r._v if hasattr(r, "_v") else r, dtype=np.float64)
             if r.shape != grad.shape:
@@ -58,3 +91,18 @@ def run_hooks(hooks, grad, what):
                                    f"gradient of shape {r.shape}; expected {grad.shape}")
             grad = r
     return grad
+
+
+@contextlib.contextmanager
+def multi_hook_scope():
+    """Multi-grad hooks that see a gradient in this backward fire once at its end (and start
+    clean for the next one, after an error too)."""
+    prev, state.multi_hooks = state.multi_hooks, []
+    try:
+        yield
+        for mh in state.multi_hooks:
+            mh.fire()
+    finally:
+        for mh in state.multi_hooks:
+            mh.reset()
+        state.multi_hooks = prev

@@ -21,6 +21,7 @@ import numpy as np
 from jit.table import FORMAT_VERSION, OPCODE, TABLE, table_hash
 
 from ._guards import ALLOWED, Guard
+from ._replay_hooks import load_points, saved_points
 from ._tensor import Tensor
 
 # Limits on what a loaded file may ask of the process (docs/security.md; raise them here for a
@@ -100,16 +101,21 @@ def save(variant, path, argnums):
             "escapes": {str(c): [list(x) if x is not None else None for x in shp]
                         for c, shp in t.escapes.items()},
             "guards": guards, "is_array": is_array, "shapes": shapes,
+            "hook_points": saved_points(variant),
             "const_rows": const_rows}
     np.savez(path, meta=_json(meta), R=unmark_scalar_runs(A.R), S=A.S, sv=A.sv, IA=A.IA,
              FA=A.FA, consts=np.concatenate(consts) if consts else np.zeros(0), **statics,
              **gvals)
 
 
-def load(path, f=None):
+def load(path, f=None, state=None):
     """A CompiledTape from a file written by ``CompiledTape.save``. With `f`, a guard that
-    differs records f again; without it, that is an error."""
+    differs records f again; without it, that is an error. Its BackwardState points call the
+    members of `state` (``cf.state``; a new BackwardState when None)."""
+    from .backward_state import BackwardState
     from .compiled import CompiledTape
+
+    state = BackwardState() if state is None else state
 
     try:
         files = _read_archive(path)
@@ -122,13 +128,15 @@ def load(path, f=None):
         raise ValueError(f"tape.load: {path} is not a readable compiled tape (not an .npz "
                          "archive of plain arrays, as cf.save writes)") from None
     try:
-        variant, argnums = _build(files)
+        variant, argnums = _build(files, state)
     except _Invalid:
         raise
     except Exception as e:  # noqa: BLE001 - malformed content of any kind
         raise ValueError(f"tape.load: {path} is not a valid compiled tape ({type(e).__name__}: "
                          f"{e})") from None
-    return CompiledTape._from_variant(variant, f, argnums)
+    cf = CompiledTape._from_variant(variant, f, argnums)
+    cf.state = state
+    return cf
 
 
 class _Invalid(ValueError):
@@ -191,7 +199,7 @@ def _array(files, name):
     return np.ascontiguousarray(files[name])
 
 
-def _build(files):
+def _build(files, state):
     meta = _metadata(files)
     R, S, sv, IA, FA, consts = (_array(files, k) for k in ("R", "S", "sv", "IA", "FA", "consts"))
     n, m = len(R), len(S)
@@ -256,7 +264,22 @@ def _build(files):
                               is_array=isarr, code=R[:, 0] & 255,
                               packed_slot=np.zeros(0, np.int64))
     t.freed = np.zeros(n, np.uint8)
-    return _variant(t, meta, files, size), _argnums(meta["argnums"])
+    v = _variant(t, meta, files, size)
+    v.hooks = load_points(t, _points(meta, n, side_of, shapes, is_array), [
+        tuple(shapes[side_of[s]]) if s in side_of and is_array[side_of[s]] else ()
+        for s in range(n)], state)
+    v.hooked_slots = len(t.hooks or ())
+    return v, _argnums(meta["argnums"])
+
+
+def _points(meta, n, side_of, shapes, is_array):
+    points = meta["hook_points"]
+    _need(isinstance(points, list), "hook points")
+    for p in points:
+        _need(isinstance(p, dict) and isinstance(p.get("slot"), int) and 0 <= p["slot"] < n
+              and isinstance(p.get("name"), str) and p["name"].isidentifier()
+              and isinstance(p.get("where"), str), "a hook point")
+    return points
 
 
 def _argnums(a):
@@ -305,7 +328,7 @@ def _metadata(files):
     _need(meta.get("table_hash") == table_hash(), "it was saved by a tapejit with another "
                                                   "primitive table (table hash differs)")
     fields = {"format", "table_hash", "inputs", "argnums", "output", "escapes", "guards",
-              "is_array", "shapes", "const_rows"}
+              "is_array", "shapes", "const_rows", "hook_points"}
     _need(set(meta) == fields, f"metadata fields {sorted(set(meta) ^ fields)}")
     _need(isinstance(meta["is_array"], list) and all(type(x) is bool for x in meta["is_array"]),
           "is_array")

@@ -90,6 +90,8 @@ class Tape:
             self.sv.append(value)
             self.av.append(None)
         elif state.saved_hooks is not None and code != LEAF and code != LINK:
+            if state.guards is not None:
+                _refuse_packing(code)
             # saved_tensors_hooks: the tape keeps pack(value) until the backward unpacks it
             # (leaves are referenced, not saved; links belong to an older tape)
             self.sv.append(0.0)
@@ -117,6 +119,8 @@ class Tape:
             self.rows.extend((CONST, -1, -1))
             if x:
                 self.consts[x] = slot
+            if state.guards is not None:
+                state.guards.note_const(slot)
         return slot
 
     def const(self, value) -> int:
@@ -125,8 +129,11 @@ class Tape:
             slot = len(self.sv)
             self.sv.append(value)
             self.rows.extend((CONST, -1, -1))
-            return slot
-        return self.row(CONST, -1, -1, value, value.size)
+        else:
+            slot = self.row(CONST, -1, -1, value, value.size)
+        if state.guards is not None:
+            state.guards.note_const(slot)
+        return slot
 
     def value(self, slot):
         k = self.side_of.get(slot)
@@ -177,6 +184,15 @@ class Tape:
                 node.release()
         self.functions = None
         self.released = True
+
+
+def _refuse_packing(code):
+    from ._guards import _caller
+
+    raise NotImplementedError(
+        f"tape.compile: op '{TABLE[code & 255].name}' at {_caller()} is recorded inside "
+        "saved_tensors_hooks within the compiled f: a replay keeps its values in its own "
+        "buffers and would not pack them. Record without saved_tensors_hooks inside f.")
 
 
 def linked_tapes(tapes):

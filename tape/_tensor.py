@@ -468,6 +468,8 @@ class Tensor:
         table = self._meta.hooks if self._meta is not None else self._slot_hooks().hooks
         handle = RemovableHandle(table)
         table[handle.id] = hook
+        if state.guards is not None:
+            _guards.note_hook(handle.id)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -477,6 +479,8 @@ class Tensor:
                                "that require grad")
         handle = RemovableHandle(self._meta.post_hooks)
         self._meta.post_hooks[handle.id] = hook
+        if state.guards is not None:
+            _guards.note_hook(handle.id)
         return handle
 
     def retain_grad(self):
@@ -485,6 +489,8 @@ class Tensor:
             raise RuntimeError("can't retain_grad on a tensor that does not require grad")
         if self._meta is None:
             self._slot_hooks().retain = True
+            if state.guards is not None:
+                _guards.note_hook(("retain", self._slot))
 
     @property
     def retains_grad(self):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 
+from ._hooks import StatePoint
 from ._record import unary
 from ._tensor import _COPY, Tensor
 
@@ -32,23 +33,7 @@ class BackwardState:
         y = unary(_COPY, x)
         caller = sys._getframe(1)
         where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
-        state = self
-
-        def call(grad):
-            fn = state.__dict__.get(name)
-            if fn is None:
-                raise RuntimeError(
-                    f"BackwardState member {name!r} is not set, but the op "
-                    f"state.hook(..., {name!r}) recorded at {where} needs it in the backward. "
-                    f"Bind it before calling backward: state.{name} = fn (fn(grad) -> grad or "
-                    "None).")
-            if not callable(fn):
-                raise RuntimeError(f"BackwardState member {name!r} is a {type(fn).__name__}, "
-                                   f"not a callable (needed by state.hook at {where})")
-            return fn(grad)
-
-        call.__name__ = f"BackwardState.{name}"
-        y.register_hook(call)
+        y.register_hook(StatePoint(self, name, where))
         return y
 
     def __repr__(self):

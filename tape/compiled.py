@@ -31,12 +31,13 @@ import numpy as np
 import jit
 from jit.table import FAMILIES, OPCODE, TABLE
 
-from . import _guards, _persist
+from . import _guards, _persist, _replay_hooks
 from ._gemm import cached_native_pieces, native_pieces
+from ._hooks import multi_hook_scope
 from ._threads import run_pieces, run_shares, thread_count
 from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, reverse_in_shares,
                         segment_bounds, summed_operands, sweep_segments)
-from ._state import state
+from ._state import state as thread_state
 from ._tensor import Tensor
 from .functional import _argnums, _FreshTape
 
@@ -59,7 +60,8 @@ _ESCAPE_VALUE = {"matmul_blas": np.matmul, "inv": np.linalg.inv, "det": np.linal
                  "logabsdet": lambda a: np.linalg.slogdet(a)[1], "solve": np.linalg.solve}
 
 
-def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa: A001
+def compile(f, *example_args, argnums=0, max_variants=8, threads=None,  # noqa: A001
+            check_constants=False):
     """Record ``f(*example_args)`` once and return a CompiledTape that replays it.
 
     `argnums` (int or tuple) are the arguments gradients are taken with respect to.
@@ -71,8 +73,11 @@ def compile(f, *example_args, argnums=0, max_variants=8, threads=None):  # noqa:
     of two, at most 8; 1: none (say so in process pools that already use every core). Results
     are the same bits whatever the count. The threads wait for work awake for 2 ms after each
     piece (``_threads.SPIN_SECONDS``), so a loop of calls does not pay for waking them.
+    `check_constants`: record f twice at each new recording and raise, naming the lines, when
+    constants differ between the two (a random draw or a global that changed inside f, which
+    a replay would freeze: ``_frozen``); a debugging aid, it doubles the cost of recording.
     """
-    return CompiledTape(f, example_args, argnums, max_variants, threads)
+    return CompiledTape(f, example_args, argnums, max_variants, threads, check_constants)
 
 
 def _serialized(method):
@@ -90,11 +95,15 @@ def _serialized(method):
 
 class CompiledTape:
     threads = None  # (see compile)
+    check_constants = False  # (see compile)
+    state = None  # a loaded tape's BackwardState: its hook points call its members
     _lean = None  # the last value_and_grad's variant, as a lean call (_Variant.lean_value_and_grad)
 
-    def __init__(self, f, example_args, argnums=0, max_variants=8, threads=None):
+    def __init__(self, f, example_args, argnums=0, max_variants=8, threads=None,
+                 check_constants=False):
         self.f = f
         self.threads = threads
+        self.check_constants = check_constants
         self.argnums = argnums
         self.nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         self.max_variants = max_variants
@@ -117,11 +126,16 @@ class CompiledTape:
         return v.output()
 
     @_serialized
-    def value_and_grad(self, *args):
+    def value_and_grad(self, *args, state=None):
         """``(f(*args), gradient)`` for scalar f: forward sweep, reverse sweep (one jitted call
-        when the forward sweep needs no stop for Python: see ``_Variant.straight``)."""
+        when the forward sweep needs no stop for Python: see ``_Variant.straight``). `state`: a
+        ``tape.BackwardState`` whose members the recording's ``state.hook(x, name)`` points call
+        in this call's backward (None: the state f recorded them with, or ``cf.state`` on a
+        loaded tape)."""
+        if thread_state.saved_hooks is not None:
+            return self._value_and_grad_packed(args, state)
         lean = self._lean
-        if lean is not None:
+        if lean is not None and state is None:
             result = lean(args)
             if result is not None:
                 self.counters["calls"] += 1
@@ -129,20 +143,42 @@ class CompiledTape:
                 return result
         v = self._variant(args, defer=True)
         try:
-            grads = v.gradient(self.nums, forward=v.deferred, threads=self.threads)
+            grads = v.gradient(self.nums, forward=v.deferred, threads=self.threads,
+                               state=self._state(state))
         finally:
             v.give_back()
         value = v.output()
         self._lean = v.lean_value_and_grad(self.nums, isinstance(self.argnums, int))
         return value, (grads[0] if isinstance(self.argnums, int) else tuple(grads))
 
-    def grad(self, *args):
-        return self.value_and_grad(*args)[1]
+    def _value_and_grad_packed(self, args, state):
+        """value_and_grad inside saved_tensors_hooks: the forward replayed, its saved values
+        packed and unpacked as eager's backward does (``_replay_hooks.pack_and_unpack``), then
+        the reverse sweep over the unpacked values."""
+        hooks = thread_state.saved_hooks
+        thread_state.saved_hooks = None  # (the replay itself, or a new recording, packs nothing)
+        try:
+            v = self._variant(args)
+        finally:
+            thread_state.saved_hooks = hooks
+        value = v.output()
+        kept = []
+        try:
+            if v.t is not None:
+                kept = _replay_hooks.pack_and_unpack(v.t, v.A, _need_masks(v, self.nums)[2])
+            grads = v.gradient(self.nums, threads=self.threads, state=self._state(state))
+        finally:
+            _replay_hooks.restore(v.t, kept)
+        return value, (grads[0] if isinstance(self.argnums, int) else tuple(grads))
+
+    def grad(self, *args, state=None):
+        return self.value_and_grad(*args, state=state)[1]
 
     @_serialized
-    def vjp(self, *args):
+    def vjp(self, *args, state=None):
         """``(f(*args), vjp_fn)``; ``vjp_fn(cotangent)`` returns one gradient per argnum. It is
-        valid until the next call of this CompiledTape (the values are replayed in place)."""
+        valid until the next call of this CompiledTape (the values are replayed in place).
+        `state`: as in ``value_and_grad``."""
         v = self._variant(args)
         value = v.output()
         call = self.counters["calls"]
@@ -153,7 +189,8 @@ class CompiledTape:
                     raise RuntimeError("this vjp_fn belongs to an earlier call of the compiled "
                                        "tape: its values have been replayed over since. Call "
                                        "cf.vjp again.")
-                gs = v.gradient(self.nums, seed=np.asarray(cotangent, dtype=np.float64))
+                gs = v.gradient(self.nums, seed=np.asarray(cotangent, dtype=np.float64),
+                                state=self._state(state))
             return gs[0] if isinstance(self.argnums, int) else tuple(gs)
 
         return value, vjp_fn
@@ -181,6 +218,10 @@ class CompiledTape:
         _argnums(self.nums, len(args))
         _check_shapes("hvp", "v", vs, [np.shape(_raw(_as_input(args[i]))) for i in self.nums],
                       self.nums)
+        for v in self.variants.values():
+            if v.hooks is not None:
+                _replay_hooks.refuse(v.hooks.sites, "cf.hvp",
+                                     "use tape.hvp (eager), or compile f without the hook")
         if self.f is not None and not self._calls_functions():
             return self._hvp_compiled(args, vs)
         return self._hvp_recorded(args, vs)
@@ -188,6 +229,13 @@ class CompiledTape:
     def _calls_functions(self):
         """Whether a recording calls custom Functions (their ctx is per recording)."""
         return any(v.t is not None and v.t.functions for v in self.variants.values())
+
+    def _has_hooks(self):
+        return any(v.hooks is not None for v in self.variants.values())
+
+    def _state(self, state):
+        """The BackwardState a call's hook points look their members up in."""
+        return self.state if state is None else state
 
     def _hvp_compiled(self, args, vs):
         gt = self.__dict__.get("_grad_tape")
@@ -237,9 +285,10 @@ class CompiledTape:
                 out = [np.zeros(x.shape) if h is None else np.asarray(h) for h, x in zip(gs, xs)]
         return out[0] if isinstance(self.argnums, int) else tuple(out)
 
-    def value_and_grad_batch(self, X, *rest, threads=1):
+    def value_and_grad_batch(self, X, *rest, threads=1, state=None):
         """Values and gradients for every row of X (the first argnum) along its leading axis,
         stacked: per-sample gradients, ensembles, chains. The other arguments are shared.
+        Hooks f registered run once per row, rows in order (`state`: as in ``value_and_grad``).
 
         `threads` > 1 splits the rows among threads, each replaying its own copy of the
         recording (the jitted sweeps release the GIL); rows whose guards need another
@@ -247,8 +296,9 @@ class CompiledTape:
         """
         X = np.asarray(X, dtype=np.float64)
         i = self.nums[0]
-        if self._calls_functions():
-            threads = 1  # a Function's ctx belongs to one recording: rows in turn
+        if self._calls_functions() or self._has_hooks() or thread_state.saved_hooks:
+            threads = 1  # a Function's ctx belongs to one recording; hooks (and the
+            # saved_tensors_hooks of this thread) run in row order
         if threads > 1 and len(X) > 1:
             values, grads = self._batch_threads(X, rest, i, int(threads))
         else:
@@ -256,7 +306,7 @@ class CompiledTape:
             for row in X:
                 args = list(rest)
                 args.insert(i, row)
-                value, g = self.value_and_grad(*args)
+                value, g = self.value_and_grad(*args, state=state)
                 values.append(value)
                 grads.append(g)
         if isinstance(self.argnums, int):
@@ -350,6 +400,8 @@ class CompiledTape:
         """The variant that takes `args`, loaded and replayed. With `defer`, a variant with
         nothing to check or run in Python between the sweeps is only loaded (``deferred``):
         its caller runs the forward sweep in the same jitted call as the reverse one."""
+        if thread_state.saved_hooks is not None:
+            _replay_hooks.refuse_saved_hooks("a compiled tape's value, vjp, jvp or hvp")
         self.counters["calls"] += 1
         self._lean = None
         args = tuple(map(_as_input, args))
@@ -395,6 +447,12 @@ class CompiledTape:
                    "(shapes or static arguments)")
                 + ": it cannot record again. Pass f= to tape.load to allow that.")
         v = _Variant(self.f, args, self.nums)
+        if self.check_constants:
+            from . import _frozen
+
+            sites = {}
+            w = _Variant(self.f, args, self.nums, const_sites=sites)
+            _frozen.check(v, w, sites, getattr(self.f, "__name__", "f"))
         self._settle(v, args)
         self.counters["recordings"] += 1
         self.variants[self.counters["recordings"]] = v
@@ -546,8 +604,10 @@ class _Plan:
         n = self.rows = len(A.sv)
         root, live, need = _need_masks(v, nums)
         self.live, self.need = live, need
+        # hooked slots the gradient reaches: their adjoints stay in the arena, cuts after them
+        self.hooked = [s for s in v.hooks.slots if live[s]] if v.hooks is not None else []
         self.summed = {} if v.t.functions else summed_operands(v.t, A, need, live,
-                                                                {v.out._slot})
+                                                                {v.out._slot, *self.hooked})
         stored = live
         self.split = []  # (first row, sum row) of the seeded runs worth threads
         self.plain = []  # (first row, end row) of the other runs a straight call splits
@@ -556,10 +616,11 @@ class _Plan:
             keep = root.copy()
             for u, _, _ in self.summed.values():  # an escape adds to it: in the arena
                 keep[u] = 1
+            keep[self.hooked] = 1  # a hook reads and writes it
             # runs closed by a sum: their reverse inside their forward
             self.split = _seeded_runs(v, need, keep)
             self.plain = _plain_runs(v, need, self.split)
-            cuts, dropped = reverse_cuts(v.t, need)
+            cuts, dropped = reverse_cuts(v.t, need, self.hooked)
             bounds = np.array(segment_bounds(n, cuts, dropped), dtype=np.int64)
             if jit.local_pass(A.R, A.S, A.IA, need, keep, bounds):
                 stored = live & ((need & jit.LOCAL) == 0)
@@ -654,13 +715,15 @@ class _Variant:
     """One recording of f: its tape as arrays, input slots, guards, and the reverse plan."""
 
     deferred = False  # loaded but not replayed yet (see CompiledTape._variant)
+    hooks = None  # _replay_hooks.ReplayHooks: the hooks a replay runs, if f registered any
+    hooked_slots = 0  # how many slots of the tape had hooks when f was recorded
     _lent = ()  # (slot, own value address, array) of inputs read in place (see load)
 
     @functools.cached_property  # (fixed once recorded; W1 asks it on every call)
     def straight(self):
         """Nothing to check or run in Python during or after the forward sweep (no guards, no
         ``cuts``): forward and reverse can be one jitted call."""
-        return self.t is not None and not self.cuts and not self.guards
+        return self.t is not None and not self.cuts and not self.guards and self.hooks is None
 
     @property
     def cuts(self):
@@ -673,7 +736,7 @@ class _Variant:
             self._cuts = cuts
         return cuts
 
-    def __init__(self, f, args, nums):
+    def __init__(self, f, args, nums, const_sites=None):
         self.shapes = [np.shape(_raw(a)) if _is_input(a) else None for a in args]
         self.statics = [None if _is_input(a) else (np.array(a) if isinstance(a, np.ndarray)
                                                    else a) for a in args]
@@ -690,13 +753,14 @@ class _Variant:
         self.args = tuple(np.array(_raw(a), dtype=np.float64) if _is_input(a) else a
                           for a in args)  # as recorded (to pickle)
         log = _guards.GuardLog()
-        prev = state.guards, state.saved_hooks
-        state.guards, state.saved_hooks = log, None
+        log.const_sites = const_sites
+        prev = thread_state.guards, thread_state.saved_hooks
+        thread_state.guards, thread_state.saved_hooks = log, None
         try:
             with _FreshTape():
                 out = f(*self.leaves)
         finally:
-            state.guards, state.saved_hooks = prev
+            thread_state.guards, thread_state.saved_hooks = prev
         if out is None or isinstance(out, (tuple, list, dict)):
             what = "None" if out is None else f"a {type(out).__name__}"
             raise TypeError(f"tape.compile: f returned {what}; a compiled f returns one array "
@@ -718,10 +782,16 @@ class _Variant:
                         "non-differentiable): a replay could not update what f computes from "
                         "it. Return only differentiable outputs from Functions in a compiled f.")
         self.t = t
+        self.hooks = _replay_hooks.plan(t, self.leaves, nums, log) if t is not None else None
+        if t is None and _replay_hooks.found(None, self.leaves, log):
+            _replay_hooks.refuse(_replay_hooks.found(None, self.leaves, log), "tape.compile",
+                                 "f records no operation for a replay to run it in; use "
+                                 "tape.value_and_grad (eager)")
         self.guards = log.bind(t) if t is not None else []
         if t is None:
             return
         A = self.A = t.build()
+        self.hooked_slots = len(t.hooks or ())  # (one more later: ``_replay_hooks.raise_late``)
         slot_of = {id(leaf): s for s, (leaf, _) in t.leaves.items()}
         self.slots = [slot_of.get(id(x)) if type(x) is Tensor else None for x in self.leaves]
         self.escapes = sorted(t.escapes)
@@ -742,7 +812,7 @@ class _Variant:
         n = Tape()
         n.sealed = True
         n.av = [None if v is None else np.array(v) for v in t.av]
-        n.side_of, n.escapes, n.links = t.side_of, t.escapes, {}
+        n.side_of, n.escapes, n.links, n.hooks = t.side_of, t.escapes, {}, t.hooks
         n.rows = n.sv = n.side = n.ia = n.fa = None
         sv = A.sv.copy()
         VA = value_addresses(sv, {int(s): n.av[t.side_of[int(s)]]
@@ -839,11 +909,11 @@ class _Variant:
             spec.append((shape, leaf._v, -1 if slot is None or self.A.is_array[slot]
                          else int(slot)))
         n, sv, G, rows, args9 = len(spec), self.A.sv, p.G, p.rows, p.args
-        seed, output = p.seed_at, self.output
+        seed, output, t, hooked = p.seed_at, self.output, self.t, self.hooked_slots
 
         def call(args):
-            if len(args) != n or p.dirty:
-                return None
+            if len(args) != n or p.dirty or (t.hooks is not None and len(t.hooks) != hooked):
+                return None  # (a hook registered since: the general path refuses it)
             for a, (shape, buf, s) in zip(args, spec):
                 if shape is None:
                     if _is_input(a) or not _same_static(a, buf):
@@ -979,11 +1049,12 @@ class _Variant:
             p = self._plans[nums] = _Plan(self, nums)
         return p
 
-    def gradient(self, nums, seed=None, forward=False, threads=1):
+    def gradient(self, nums, seed=None, forward=False, threads=1, state=None):
         """The gradients of the output (or its vjp with `seed`) with respect to the inputs
         `nums`. `forward`: the loaded inputs have not been replayed yet; the forward sweep runs
         first, in the same jitted call (a ``straight`` variant only), with its large seeded runs
-        split among `threads` threads (None: see ``compile``)."""
+        split among `threads` threads (None: see ``compile``). `state`: a BackwardState the
+        recording's ``state.hook`` points look their members up in (None: their own)."""
         o = self.out
         if seed is None:
             if o.size != 1:
@@ -1000,6 +1071,8 @@ class _Variant:
             return [(np.float64(flat[0]) if not self.shapes[i] else
                      flat.reshape(self.shapes[i]).copy()) if self.leaves[i] is o
                     else np.zeros(self.shapes[i]) for i in nums]
+        if len(self.t.hooks or ()) != self.hooked_slots:
+            _replay_hooks.raise_late()
         p = self._plan(nums)
         G, GO = p.G, p.GO
         if p.dirty:  # first call, or an earlier one stopped half way
@@ -1008,6 +1081,15 @@ class _Variant:
         if p.seed_at is not None:
             G[p.seed_at[0]:p.seed_at[1]] = seed
         direct = {}
+        if self.hooks is not None:  # Python between segments, and after the sweep
+            with multi_hook_scope():
+                hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
+                sweep_segments(self.t, self.A, G, GO, p.need, p.live, p.hooked, hubs,
+                               retain_hooked=False, fresh=p.fresh, summed=p.summed,
+                               threads=threads, runs=p.reverse_runs, backward_state=state)
+                out = _hand_out(p)
+                self.hooks.run_on_inputs(self.leaves, nums, out, [g[0] for g in p.grads], state)
+            return out
         if self.escapes or self.t.functions:  # their backward rules run in Python
             hubs = [h for h in self.t.functions if p.live[h]] if self.t.functions else ()
             sweep_segments(self.t, self.A, G, GO, p.need, p.live, (), hubs, retain_hooked=False,
@@ -1149,8 +1231,10 @@ def _load_bytes(data):
     return _persist.load(io.BytesIO(data))
 
 
-def load(path, f=None):
+def load(path, f=None, state=None):
     """A CompiledTape saved by ``cf.save(path)``. The file is validated before any kernel runs
     (a corrupt or hostile file raises ValueError). With `f`, arguments the recording does not
-    fit record f again; without it they are an error."""
-    return _persist.load(path, f)
+    fit record f again; without it they are an error. The recording's ``state.hook(x, name)``
+    points call the members of `state` (a ``tape.BackwardState``, ``cf.state``; a new one
+    when None): bind them after loading, ``cf.state.name = fn``."""
+    return _persist.load(path, f, state)

@@ -315,6 +315,42 @@ class HookOverhead:
         self.hooked.backward(retain_graph=True)
 
 
+class ReplayHookOverhead:
+    """W5's compiled value_and_grad without hooks, and with an identity tensor hook about every
+    100 rows (as HookOverhead): each hook cuts the replayed reverse sweep once."""
+
+    @setup_once
+    def setup(self):
+        import workloads
+
+        pos0, vel0, masses = workloads.nbody_inputs()
+        dt = workloads.NBODY_DT
+
+        def loss(pos, hook_every):
+            vel = tape.tensor(vel0)
+            acc = workloads._accel(pos, masses)
+            for step in range(workloads.NBODY_STEPS):
+                vel = vel + (0.5 * dt) * acc
+                if hook_every and step % hook_every == 0:
+                    vel.register_hook(lambda g: g)
+                pos = pos + dt * vel
+                acc = workloads._accel(pos, masses)
+                vel = vel + (0.5 * dt) * acc
+            return 0.5 * np.sum(masses[:, None] * vel * vel)
+
+        self.pos0 = pos0
+        self.plain = tape.compile(loss, pos0, 0)
+        self.hooked = tape.compile(loss, pos0, 6)  # ~19 rows per step: a hook every ~110 rows
+        self.plain.value_and_grad(pos0, 0)
+        self.hooked.value_and_grad(pos0, 6)
+
+    def time_replay_no_hooks(self):
+        self.plain.value_and_grad(self.pos0, 0)
+
+    def time_replay_hook_per_100_rows(self):
+        self.hooked.value_and_grad(self.pos0, 6)
+
+
 class VectorMath:
     """The sweeps' vectorized exp / log / log1p / tanh (jit/_vmath.py) over 1M elements, beside
     NumPy's ufunc and a jitted loop over libm's scalar function, in the same run."""
