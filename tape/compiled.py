@@ -271,7 +271,7 @@ class CompiledTape:
             if var.out.size != 1:
                 raise TypeError("hvp needs a scalar output")
             with forward_ad.dual_level() as level:
-                lv = state.levels[-1]
+                lv = thread_state.levels[-1]
                 xs = [var.leaves[i] for i in self.nums]
                 for x, u in zip(xs, vs):
                     lv.leaf_sources[id(x)] = Tensor(np.asarray(u, dtype=np.float64)
@@ -790,7 +790,7 @@ class _Variant:
         self.guards = log.bind(t) if t is not None else []
         if t is None:
             return
-        A = self.A = t.build()
+        self.A = t.build()
         self.hooked_slots = len(t.hooks or ())  # (one more later: ``_replay_hooks.raise_late``)
         slot_of = {id(leaf): s for s, (leaf, _) in t.leaves.items()}
         self.slots = [slot_of.get(id(x)) if type(x) is Tensor else None for x in self.leaves]
