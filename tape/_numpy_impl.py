@@ -143,8 +143,16 @@ def array_function(func, types, args, kwargs):
         name = getattr(func, "__module__", "numpy").replace("numpy.linalg._linalg", "numpy.linalg")
         raise TypeError(f"{name}.{func.__name__} is not supported on tapejit tensors: tapejit "
                         "cannot record it, and calling NumPy's own code would drop the gradient. "
-                        "Use t.detach().numpy() if you only need values.")
+                        "Use t.detach().numpy() if you only need values." + _IN_COMPILE * (
+                            rec.state.guards is not None))
     return impl(*args, **kwargs)
+
+
+# why an unsupported call on a data argument fails under tape.compile too, and what to do
+_IN_COMPILE = (" Under tape.compile every float array argument of f is an input, data included, "
+               "so a replay would have to recompute this call: compute it outside f and pass "
+               "the result in, or let f read fixed data from its closure (a constant of the "
+               "recording). What is covered: docs/coverage.md.")
 
 
 def mod(a, b):

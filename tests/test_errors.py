@@ -399,3 +399,14 @@ def test_tape_distributed_loads_on_first_use():
     code = "import tape; print(tape.distributed.map_value_and_grad.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "map_value_and_grad"
+
+
+def test_unsupported_function_on_a_compiled_data_argument_says_what_to_do():
+    def f(x, data):
+        return np.sum(x * np.i0(data))
+
+    with pytest.raises(TypeError, match="numpy.i0 is not supported.*compute it outside f"):
+        tape.compile(f, np.ones(2), np.ones(2), argnums=0)
+    with pytest.raises(TypeError, match="numpy.i0 is not supported") as e:
+        np.i0(leaf([1.0, 2.0]))
+    assert "tape.compile" not in str(e.value)  # (eager: no word about compile)
