@@ -116,43 +116,59 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return _keep(y, a, axis, keepdims)
 
 
+def _check_q(name, q, method):
+    if method != "linear":
+        raise TypeError(f"numpy.{name}: method={method!r} is not supported on tapejit tensors "
+                        "yet (method='linear', NumPy's default, is)")
+    if isinstance(q, Tensor) and q.requires_grad:
+        raise TypeError(f"numpy.{name}: a q that requires grad is not supported")
+    qv = np.asarray(raw(q), dtype=np.float64)
+    if np.any((qv < 0) | (qv > 1)) or np.any(np.isnan(qv)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return qv
+
+
+def _lerp_quantile(s, counts, qv):
+    """NumPy's 'linear' quantiles qv of each sorted line of s (the last axis), of which the
+    first `counts` elements count: shape qv.shape + s.shape[:-1]. The virtual index is NumPy's
+    (n - 1) q, interpolated with its two-sided _lerp (the same bits)."""
+    c = np.asarray(counts, dtype=np.float64)[..., None]  # lines, then q
+    q = qv.reshape(-1)
+    virtual = (c - 1.0) * q
+    top = np.maximum(c - 1.0, 0.0)
+    lo = np.clip(np.floor(virtual), 0.0, top)
+    hi = np.clip(lo + 1.0, 0.0, top)
+    t = virtual - np.floor(virtual)
+    below = np.take_along_axis(s, lo.astype(np.int64), axis=-1)
+    above = np.take_along_axis(s, hi.astype(np.int64), axis=-1)
+    diff = above - below
+    y = np.where(t >= 0.5, above - diff * (1.0 - t), below + diff * t)
+    y = np.moveaxis(y, -1, 0)  # NumPy puts q's axes first
+    return np.reshape(y, qv.shape + np.shape(raw(y))[1:])
+
+
+def _keep_q(y, a, axis, keepdims, qshape):
+    if not keepdims:
+        return y
+    shape = [1] * _nd(a) if axis is None else list(np.shape(raw(a)))
+    if axis is not None:
+        shape[_axis(axis, _nd(a))] = 1
+    return np.reshape(y, qshape + tuple(shape))
+
+
 @implements(np.quantile)
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None, interpolation=None):
     _no_extras("quantile", out=out, weights=weights, interpolation=interpolation)
-    if method != "linear":
-        raise TypeError(f"numpy.quantile: method={method!r} is not supported on tapejit tensors "
-                        "yet (method='linear', NumPy's default, is)")
-    qv = np.asarray(raw(q), dtype=np.float64)
-    if isinstance(q, Tensor) and q.requires_grad:
-        raise TypeError("numpy.quantile: a q that requires grad is not supported")
-    if np.any((qv < 0) | (qv > 1)) or np.any(np.isnan(qv)):
-        raise ValueError("Quantiles must be in the range [0, 1]")
-    s, n, _ = _sorted_along(a, axis)
+    qv = _check_q("quantile", q, method)
+    s, n, lead = _sorted_along(a, axis)
     if n == 0:
         raise ValueError("quantile of an empty axis")
-    # NumPy's 'linear' method: virtual index q (n - 1) between its floor and the next element,
-    # interpolated with _lerp's two-sided formula (the same bits as NumPy's)
-    virtual = qv * (n - 1)
-    lo = np.clip(np.floor(virtual).astype(np.int64), 0, n - 1)
-    hi = np.clip(lo + 1, 0, n - 1)
-    t = virtual - lo
-    below = np.take(s, lo.reshape(-1), axis=-1)
-    above = np.take(s, hi.reshape(-1), axis=-1)
-    t = t.reshape(-1)
-    diff = above - below
-    y = np.where(t >= 0.5, above - diff * (1.0 - t), below + diff * t)
-    y = np.moveaxis(y, -1, 0)  # NumPy puts q's axes first
-    y = np.reshape(y, qv.shape + np.shape(raw(y))[1:])
+    y = _lerp_quantile(s, np.full(lead, n), qv)
     nan = _nan_lines(a, axis)
     if np.any(nan):
         y = np.where(nan, np.nan, y)
-    if keepdims:
-        shape = [1] * _nd(a) if axis is None else list(np.shape(raw(a)))
-        if axis is not None:
-            shape[_axis(axis, _nd(a))] = 1
-        y = np.reshape(y, qv.shape + tuple(shape))
-    return y
+    return _keep_q(y, a, axis, keepdims, qv.shape)
 
 
 @implements(np.percentile)
@@ -161,6 +177,51 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     qv = np.true_divide(np.asarray(raw(q), dtype=np.float64), 100)
     return quantile(a, qv, axis, out, overwrite_input, method, keepdims, weights=weights,
                     interpolation=interpolation)
+
+
+def _non_nan_counts(a, axis):
+    """Per line (along `axis`, the whole array for None): how many elements are not NaN. The
+    sort puts NaNs last, so a line's first `count` sorted elements are its numbers."""
+    m = _isnan(a)
+    return (~m).sum() if axis is None else (~m).sum(axis=_axis(axis, _nd(a)))
+
+
+@implements(np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None, interpolation=None):
+    _no_extras("nanquantile", out=out, weights=weights, interpolation=interpolation)
+    qv = _check_q("nanquantile", q, method)
+    s, n, lead = _sorted_along(a, axis)
+    if n == 0:
+        raise ValueError("nanquantile of an empty axis")
+    counts = np.broadcast_to(_non_nan_counts(a, axis), lead)
+    with np.errstate(invalid="ignore"):  # all-NaN lines: NaN, as NumPy (which warns)
+        y = _lerp_quantile(s, counts, qv)
+        return _keep_q(np.where(counts == 0, np.nan, y), a, axis, keepdims, qv.shape)
+
+
+@implements(np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None, interpolation=None):
+    qv = np.true_divide(np.asarray(raw(q), dtype=np.float64), 100)
+    return nanquantile(a, qv, axis, out, overwrite_input, method, keepdims, weights=weights,
+                       interpolation=interpolation)
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The median of each line's numbers, as NumPy: the middle one, or the mean of the two."""
+    _no_extras("nanmedian", out=out)
+    s, n, lead = _sorted_along(a, axis)
+    if n == 0:
+        raise ValueError("nanmedian of an empty axis")
+    c = np.broadcast_to(_non_nan_counts(a, axis), lead)
+    lo = np.maximum((c - 1) // 2, 0)[..., None]
+    hi = np.maximum(c // 2, 0)[..., None]
+    below = np.take_along_axis(s, lo, axis=-1)[..., 0]
+    above = np.take_along_axis(s, hi, axis=-1)[..., 0]
+    y = np.where(c % 2 == 1, below, (below + above) / 2.0)
+    return _keep(np.where(c == 0, np.nan, y), a, axis, keepdims)
 
 
 @implements(np.cov)

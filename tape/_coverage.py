@@ -82,9 +82,6 @@ NOT_YET_WHY = {
                      "linalg.svdvals", "linalg.qr", "linalg.lstsq", "linalg.pinv", "linalg.cond",
                      "linalg.tensorinv", "linalg.tensorsolve"], _DECOMPOSITION),
     "i0": "a Bessel function: a kernel of its own (with scipy.special's)",
-    "nanmedian": "order statistics over a varying number of non-NaN elements per line",
-    "nanpercentile": "order statistics over a varying number of non-NaN elements per line",
-    "nanquantile": "order statistics over a varying number of non-NaN elements per line",
     "partition": "NumPy leaves the order of the other elements to its implementation: "
                  "np.sort gives the same selected element",
     "piecewise": "calls Python functions on masked pieces",

@@ -58,6 +58,11 @@ CASES = [
     ("cov", lambda m: np.cov(m), [R(3, 5)]),
     ("cov-cols-y", lambda m, y: np.cov(m, y, rowvar=False, ddof=0), [R(5, 2), R(5, 1, seed=3)]),
     ("corrcoef", lambda m: np.corrcoef(m), [R(3, 6)]),
+    ("nanmedian", lambda a: np.nanmedian(a, axis=1), [WITH_NAN]),
+    ("nanmedian-all", lambda a: np.nanmedian(a), [WITH_NAN]),
+    ("nanquantile", lambda a: np.nanquantile(a, [0.2, 0.7], axis=0), [WITH_NAN]),
+    ("nanpercentile-keepdims", lambda a: np.nanpercentile(a, 35.0, axis=1, keepdims=True),
+     [WITH_NAN]),
     ("nansum", lambda a: np.nansum(a, axis=1), [WITH_NAN]),
     ("nanprod", lambda a: np.nanprod(a, axis=0), [WITH_NAN]),
     ("nanmean", lambda a: np.nanmean(a, axis=1), [WITH_NAN]),
@@ -286,3 +291,23 @@ def test_constructors_keep_numpys_dtypes():
     g = tape.grad(lambda a, b: np.sum(tnp.linspace(a, b, 4) * np.arange(1.0, 5.0)),
                   argnums=(0, 1))(0.5, 2.0)
     np.testing.assert_allclose(g, [10.0 / 3.0, 20.0 / 3.0], rtol=1e-15)
+
+
+def test_order_statistics_are_numpys_bits():
+    """median, quantile and their nan- forms follow NumPy's formulas (virtual index (n - 1) q,
+    its two-sided lerp, the mean of two middle elements): the same bits as NumPy's, all-NaN
+    lines NaN."""
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(50):
+            x = rng.normal(size=(5, 7))
+            x[rng.random(x.shape) < 0.25] = np.nan
+            x[4] = np.nan
+            q = rng.random(3)
+            t = tape.tensor(x, requires_grad=True)
+            for f in (lambda a: np.nanquantile(a, q, axis=1), lambda a: np.nanmedian(a, axis=1),
+                      lambda a: np.nanpercentile(a, 100 * q[0]), lambda a: np.median(
+                          np.nan_to_num(a), axis=0), lambda a: np.quantile(
+                          np.nan_to_num(a), q, axis=0)):
+                np.testing.assert_array_equal(np.asarray(f(t).detach().numpy()), f(x))
