@@ -1123,3 +1123,29 @@ for _f in (np.isin, np.digitize, np.intersect1d, np.union1d, np.setdiff1d, np.se
            np.array_equiv, np.argpartition, np.histogram2d, np.nextafter,
            np.linalg.matrix_rank):
     implements(_f, name=_f.__name__)(_values(_f))
+
+
+@implements(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """NumPy's loop: each function (or constant) fills where its condition holds, later
+    conditions overwriting earlier ones, 0 elsewhere; an extra function is the default where no
+    condition holds. Item assignment on a buffer records, so the gradient reaches x through
+    every function that fills."""
+    shape = np.shape(raw(x))
+    if isinstance(condlist, np.ndarray) and condlist.dtype == bool or not isinstance(
+            condlist, (list, tuple)):
+        condlist = [condlist]
+    conds = [np.broadcast_to(np.asarray(raw(c), dtype=bool), shape) for c in condlist]
+    if len(funclist) == len(conds) + 1:
+        conds.append(~np.any(conds, axis=0) if conds else np.ones(shape, bool))
+    elif len(funclist) != len(conds):
+        raise ValueError(f"with {len(conds)} condition(s), either {len(conds)} or "
+                         f"{len(conds) + 1} functions are expected")
+    from .numpy import zeros
+
+    y = zeros(shape)
+    for cond, fn in zip(conds, funclist):
+        if not cond.any():
+            continue
+        y[cond] = fn(x[cond], *args, **kw) if callable(fn) else fn
+    return y

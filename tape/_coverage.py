@@ -84,7 +84,6 @@ NOT_YET_WHY = {
     "i0": "a Bessel function: a kernel of its own (with scipy.special's)",
     "partition": "NumPy leaves the order of the other elements to its implementation: "
                  "np.sort gives the same selected element",
-    "piecewise": "calls Python functions on masked pieces",
     "apply_over_axes": "calls a Python function with an axis, repeatedly",
     "poly": "needs eigenvalues of a general matrix",
     "roots": "needs eigenvalues of a general matrix",
