@@ -87,13 +87,14 @@ def _sorted_along(a, axis):
     return s, s.shape[-1], s.shape[:-1]
 
 
-def _keep(y, a, axis, keepdims):
+def _keep(y, a, axis, keepdims, lead=()):
+    """y with the reduced axis kept as length 1 (after `lead`, the axes of q's shape)."""
     if not keepdims:
         return y
     shape = [1] * _nd(a) if axis is None else list(np.shape(raw(a)))
     if axis is not None:
         shape[_axis(axis, _nd(a))] = 1
-    return np.reshape(y, shape)
+    return np.reshape(y, tuple(lead) + tuple(shape))
 
 
 def _nan_lines(a, axis):
@@ -147,28 +148,30 @@ def _lerp_quantile(s, counts, qv):
     return np.reshape(y, qv.shape + np.shape(raw(y))[1:])
 
 
-def _keep_q(y, a, axis, keepdims, qshape):
-    if not keepdims:
-        return y
-    shape = [1] * _nd(a) if axis is None else list(np.shape(raw(a)))
-    if axis is not None:
-        shape[_axis(axis, _nd(a))] = 1
-    return np.reshape(y, qshape + tuple(shape))
+def _quantile(name, a, q, axis, method, keepdims, skip_nan):
+    """NumPy's 'linear' quantiles along `axis`: with skip_nan each line's numbers only (an
+    all-NaN line gives NaN), else a line holding a NaN gives NaN."""
+    qv = _check_q(name, q, method)
+    s, n, lead = _sorted_along(a, axis)
+    if n == 0:
+        raise ValueError(f"{name} of an empty axis")
+    if skip_nan:
+        counts = np.broadcast_to(_non_nan_counts(a, axis), lead)
+        nan = counts == 0
+    else:
+        counts, nan = np.full(lead, n), _nan_lines(a, axis)
+    with np.errstate(invalid="ignore"):  # (all-NaN lines: NaN, as NumPy, which warns)
+        y = _lerp_quantile(s, counts, qv)
+    if np.any(nan):
+        y = np.where(nan, np.nan, y)
+    return _keep(y, a, axis, keepdims, qv.shape)
 
 
 @implements(np.quantile)
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None, interpolation=None):
     _no_extras("quantile", out=out, weights=weights, interpolation=interpolation)
-    qv = _check_q("quantile", q, method)
-    s, n, lead = _sorted_along(a, axis)
-    if n == 0:
-        raise ValueError("quantile of an empty axis")
-    y = _lerp_quantile(s, np.full(lead, n), qv)
-    nan = _nan_lines(a, axis)
-    if np.any(nan):
-        y = np.where(nan, np.nan, y)
-    return _keep_q(y, a, axis, keepdims, qv.shape)
+    return _quantile("quantile", a, q, axis, method, keepdims, skip_nan=False)
 
 
 @implements(np.percentile)
@@ -190,14 +193,7 @@ def _non_nan_counts(a, axis):
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None, interpolation=None):
     _no_extras("nanquantile", out=out, weights=weights, interpolation=interpolation)
-    qv = _check_q("nanquantile", q, method)
-    s, n, lead = _sorted_along(a, axis)
-    if n == 0:
-        raise ValueError("nanquantile of an empty axis")
-    counts = np.broadcast_to(_non_nan_counts(a, axis), lead)
-    with np.errstate(invalid="ignore"):  # all-NaN lines: NaN, as NumPy (which warns)
-        y = _lerp_quantile(s, counts, qv)
-        return _keep_q(np.where(counts == 0, np.nan, y), a, axis, keepdims, qv.shape)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, skip_nan=True)
 
 
 @implements(np.nanpercentile)

@@ -10,6 +10,8 @@ import tape
 from tape import forward_ad as fwAD
 from tape._state import state
 
+from test_threads import _run_threads as run_all
+
 
 def f(x):
     return np.sum(np.sin(x) * x ** 2 + np.exp(-x) * x[::-1])
@@ -24,29 +26,9 @@ V = np.cos(np.arange(6.0))
 
 
 def _run_threads(workers, timeout=60.0):
-    """Run the callables in parallel threads (started together); re-raise the first error,
-    after checking that each thread ended with no level or transform left."""
-    errors = []
-    barrier = threading.Barrier(len(workers))
-
-    def wrap(fn):
-        def run():
-            try:
-                barrier.wait()
-                fn()
-                _assert_clean()
-            except BaseException as e:  # noqa: BLE001  (re-raised in the main thread)
-                errors.append(e)
-        return run
-
-    threads = [threading.Thread(target=wrap(fn)) for fn in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-        assert not t.is_alive(), "a thread did not finish"
-    if errors:
-        raise errors[0]
+    """test_threads' runner, each thread checking that it ended with no level or transform
+    left."""
+    run_all(workers, timeout, after=_assert_clean)
 
 
 def _assert_same(a, b, name):

@@ -8,8 +8,9 @@ import pytest
 import tape
 
 
-def _run_threads(workers):
-    """Run the callables in parallel threads (started together); re-raise the first error."""
+def _run_threads(workers, timeout=None, after=None):
+    """Run the callables in parallel threads (started together), each followed by `after` in
+    its thread; re-raise the first error. With a timeout, a thread still running fails."""
     errors = []
     barrier = threading.Barrier(len(workers))
 
@@ -18,6 +19,8 @@ def _run_threads(workers):
             try:
                 barrier.wait()
                 fn()
+                if after is not None:
+                    after()
             except BaseException as e:  # noqa: BLE001  (re-raised in the main thread)
                 errors.append(e)
         return run
@@ -26,7 +29,8 @@ def _run_threads(workers):
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout)
+        assert not t.is_alive(), "a thread did not finish"
     if errors:
         raise errors[0]
 
