@@ -10,7 +10,8 @@ array([1.38177329, 1.38177329, 1.38177329])
 from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
 from . import _einsum  # noqa: F401  (registers np.einsum)
 from . import _compositions  # noqa: F401  (registers NumPy functions built from others)
-from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, special, stats
+from . import special  # noqa: F401  (registers np.i0; scipy.special maps lazily)
+from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, stats
 from ._state import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor, tensor
 from .backward_state import BackwardState

@@ -46,6 +46,31 @@ _FIXES = {
     "tensor": (_COPY, _DETACH),
 }
 
+# SciPy functions that start with np.asarray, and their tensor counterparts
+_SCIPY_HINTS = (
+    ("scipy.stats", "scipy.stats.D.logpdf(x, ...) ->  tape.stats.D.logpdf(x, ...): the same "
+                    "signature, on tensors (scipy.stats converts its arguments to arrays)"),
+    ("scipy.special", "scipy.special.polygamma(n, x) ->  tape.special.polygamma(n, x) (the "
+                      "special functions that are ufuncs work on tensors as they are)"),
+)
+
+
+def _scipy_caller():
+    """The hint for the SciPy module that asked for the conversion, if one did."""
+    import sys
+
+    frame = sys._getframe(2)
+    for _ in range(12):
+        if frame is None:
+            return None
+        module = frame.f_globals.get("__name__", "")
+        for prefix, hint in _SCIPY_HINTS:
+            if module.startswith(prefix):
+                return hint
+        frame = frame.f_back
+    return None
+
+
 _IN_COMPILE = ("Inside tape.compile every float or float-array argument of f is an input that "
                "requires grad, data arguments included; t.item() there is a guard (a replay that "
                "reads another value records f again).")
@@ -56,6 +81,9 @@ def conversion_error(kind):
     what was attempted, what to write instead, and under tape.compile why data arguments count
     too."""
     lines = [f"{_WHAT[kind]} Write instead:"]
+    scipy = _scipy_caller() if kind == "array" else None
+    if scipy is not None:
+        lines.append(f"  {scipy}")
     lines += [f"  {fix}" for fix in _FIXES[kind]]
     lines.append("(docs/porting.md lists these idioms and their fixes.)")
     if state.guards is not None:
