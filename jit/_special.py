@@ -572,11 +572,9 @@ def _stirling_tail(x):
 
 
 @njit(error_model="numpy")
-def _betaln(a, b):
-    """log|B(a, b)|, from Stirling's series where a + b is large (the three lgamma values
-    would cancel to far fewer bits)."""
-    if a != a or b != b:
-        return nan
+def _betaln_regular(a, b):
+    """log|B(a, b)| away from the poles, from Stirling's series where a + b is large (the
+    three lgamma values would cancel to far fewer bits)."""
     if a < b:
         a, b = b, a
     # now a >= b
@@ -600,16 +598,52 @@ def _gamma_sign(x):
 
 
 @njit(error_model="numpy")
+def _beta_regular(a, b):
+    if a > 0.01 and b > 0.01 and a + b < 170.0:  # no overflow: three gammas, ~3 roundings
+        return gamma(a) * gamma(b) / gamma(a + b)
+    return _gamma_sign(a) * _gamma_sign(b) * _gamma_sign(a + b) * exp(_betaln_regular(a, b))
+
+
+# At a pole a (0 or a negative integer) B(a, b) is finite where b is an integer with
+# a + b <= 0 (Gamma(a + b) has a pole too): (-1)^b B(1 - a - b, b); infinite elsewhere.
+# SciPy's (cephes') conventions, signs of its infinities included.
+
+
+@njit(error_model="numpy")
+def _beta_at_pole(a, b):
+    if b == np.floor(b) and 1.0 - a - b > 0.0:
+        sign = 1.0 if b % 2.0 == 0.0 else -1.0
+        return sign * (inf if b <= 0.0 else _beta_regular(1.0 - a - b, b))
+    return inf
+
+
+@njit(error_model="numpy")
 def _beta(a, b):
     if a != a or b != b:
         return nan
-    if a > 0.01 and b > 0.01 and a + b < 170.0:  # no overflow: three gammas, ~3 roundings
-        return gamma(a) * gamma(b) / gamma(a + b)
-    if _is_pole(a) or _is_pole(b):
-        if _is_pole(a + b) and not (a == 0.0 or b == 0.0):
-            return nan
-        return inf
-    return _gamma_sign(a) * _gamma_sign(b) * _gamma_sign(a + b) * exp(_betaln(a, b))
+    if _is_pole(a):
+        return _beta_at_pole(a, b)
+    if _is_pole(b):
+        return _beta_at_pole(b, a)
+    return _beta_regular(a, b)
+
+
+@njit(error_model="numpy")
+def _betaln_at_pole(a, b):
+    if b == np.floor(b) and 1.0 - a - b > 0.0 and b > 0.0:
+        return _betaln_regular(1.0 - a - b, b)
+    return inf
+
+
+@njit(error_model="numpy")
+def _betaln(a, b):
+    if a != a or b != b:
+        return nan
+    if _is_pole(a):
+        return _betaln_at_pole(a, b)
+    if _is_pole(b):
+        return _betaln_at_pole(b, a)
+    return _betaln_regular(a, b)
 
 
 @njit(error_model="numpy")

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from jit.table import OPCODE, SCIPY_SPECIAL
 
-from . import _record
+from . import _numpy_impl, _record
 from ._tensor import Tensor
 
 __all__ = ["polygamma", "register_scipy"]
@@ -54,3 +56,9 @@ def polygamma(n, x):
     if type(x) is not Tensor:
         x = _record.plain(_record.constant(x))
     return _record.binary(OPCODE["polygamma"], _record.constant(n), x)
+
+
+@_numpy_impl.implements(np.i0, name="i0")
+def i0(x):
+    """np.i0 (NumPy's modified Bessel function I0, not a ufunc): the i0 row."""
+    return _record.unary(OPCODE["i0"], _numpy_impl.as_tensor(x))
