@@ -72,8 +72,7 @@ the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loop
 from __future__ import annotations
 
 from ._generate import _indent, _uses, arithmetic_codes, raw_access
-from ._special_render import RENDER_TABLE as TABLE
-from .table import FAMILIES
+from .table import FAMILIES, TABLE
 
 ENTRY_POINT = '''
 

@@ -38,8 +38,7 @@ import sys
 
 from ._generate import HEADER as _INTERP_HEADER
 from ._generate import _indent, _uses, arithmetic_codes, prelude, raw_access, write_or_check
-from ._special_render import RENDER_TABLE as TABLE
-from .table import FAMILIES
+from .table import FAMILIES, TABLE
 
 OUT = os.path.join(os.path.dirname(__file__), "_tangent.py")
 

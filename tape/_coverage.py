@@ -204,7 +204,8 @@ SCIPY_FUNCTIONS = {
 # scipy.stats distribution -> the methods tape.stats has for it
 STATS = {
     "norm": "logpdf, pdf, logcdf, cdf", "t": "logpdf, pdf", "gamma": "logpdf, pdf",
-    "beta": "logpdf, pdf", "expon": "logpdf, pdf, logcdf, cdf", "cauchy": "logpdf, pdf, logcdf, cdf",
+    "beta": "logpdf, pdf", "expon": "logpdf, pdf, logcdf, cdf",
+    "cauchy": "logpdf, pdf, logcdf, cdf",
     "lognorm": "logpdf, pdf, logcdf, cdf", "poisson": "logpmf, pmf", "binom": "logpmf, pmf",
     "nbinom": "logpmf, pmf", "multivariate_normal": "logpdf, pdf",
 }

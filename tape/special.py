@@ -38,7 +38,7 @@ def register_scipy(ufunc=None):
     if not _REGISTERED or _REGISTERED[0] is not special:
         for name, row in SCIPY_SPECIAL.items():
             fn = getattr(special, name, None)
-            if fn is not None and type(fn).__name__ == "ufunc":
+            if isinstance(fn, np.ufunc):
                 _record.UFUNC_CODE[fn] = OPCODE[row]
         _REGISTERED[:] = [special]
     return ufunc is not None and ufunc in _record.UFUNC_CODE

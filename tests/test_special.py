@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -60,6 +61,30 @@ def _fn(name):
     return getattr(sc, name)
 
 
+def _seed(*key):
+    return zlib.crc32(repr(key).encode())
+
+
+def _ours(f):
+    """f on tensors, NumPy arrays made constant tensors first: our kernels' values (finite
+    differences then differentiate ours; SciPy's values are compared separately)."""
+    def g(*args):
+        return f(*(a if isinstance(a, tape.Tensor) else tape.tensor(np.asarray(a, float))
+                   for a in args))
+
+    return g
+
+
+def _close_to_scipy(name, *args):
+    f = _fn(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = f(*args)
+    # betaln crosses zero inside its domain: an absolute tolerance of its terms' rounding there
+    np.testing.assert_allclose(_ours(f)(*args).numpy(), want, rtol=1e-13,
+                               atol=1e-13 if name == "betaln" else 0.0)
+
+
 def test_every_special_row_is_tested_here():
     rows = {TABLE[c].name for c in SPECIAL_ROWS}
     assert rows == {SCIPY_SPECIAL[n] for n in UNARY} | set(BINARY) | {"polygamma"}
@@ -70,17 +95,18 @@ def test_every_special_row_is_tested_here():
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_value_and_gradient(name, shape):
-    rng = np.random.default_rng(abs(hash((name, shape))) % 2**32)
+    rng = np.random.default_rng(_seed(name, shape))
     x = UNARY[name](rng, shape)
     f = _fn(name)
-    check_vjp(lambda a: f(a * 1.0), [x], rng=rng, rtol=1e-6, atol=1e-8)
+    _close_to_scipy(name, x)
+    check_vjp(lambda a: f(a * 1.0), [x], rng=rng, rtol=1e-6, atol=1e-8, f_np=_ours(f))
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_forward_and_second_order(name):
     rng = np.random.default_rng(11)
-    f = _fn(name)
-    check_jvp(lambda a: f(a), [UNARY[name](rng, (5,))], rng, order2=True, rtol=2e-6, atol=1e-7)
+    f = _ours(_fn(name))
+    check_jvp(f, [UNARY[name](rng, (5,))], rng, order2=True, rtol=2e-6, atol=1e-7)
     check_jvp(lambda a: f(a * 1.0), [float(UNARY[name](rng, ()))], rng, order2=True,
               rtol=2e-6, atol=1e-7)
 
@@ -105,22 +131,25 @@ def test_unary_grad_of_grad(name):
 @pytest.mark.parametrize("shapes", [((), ()), ((4,), (4,)), ((2, 3), (3,)), ((3, 1), (1, 4)),
                                     ((), (5,)), ((2, 2), ())], ids=str)
 def test_binary_value_and_gradient(name, shapes):
-    rng = np.random.default_rng(abs(hash((name, shapes))) % 2**32)
+    rng = np.random.default_rng(_seed(name, shapes))
     da, db = BINARY[name]
     a, b = da(rng, shapes[0]), db(rng, shapes[1])
     f = _fn(name)
-    check_vjp(lambda x, y: f(x * 1.0, y * 1.0), [a, b], rng=rng, rtol=1e-6, atol=1e-8)
-    check_vjp(lambda x: f(x, b), [a], rng=rng, rtol=1e-6, atol=1e-8)  # a NumPy partner
-    check_vjp(lambda y: f(a, y), [b], rng=rng, rtol=1e-6, atol=1e-8)
+    _close_to_scipy(name, a, b)
+    ours = _ours(f)
+    check_vjp(lambda x, y: f(x * 1.0, y * 1.0), [a, b], rng=rng, rtol=1e-6, atol=1e-8,
+              f_np=ours)
+    check_vjp(lambda x: f(x, b), [a], rng=rng, rtol=1e-6, atol=1e-8,  # a NumPy partner
+              f_np=lambda x: ours(x, b))
+    check_vjp(lambda y: f(a, y), [b], rng=rng, rtol=1e-6, atol=1e-8, f_np=lambda y: ours(a, y))
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_binary_forward_and_second_order(name):
     rng = np.random.default_rng(13)
     da, db = BINARY[name]
-    f = _fn(name)
-    check_jvp(lambda x, y: f(x, y), [da(rng, (2, 3)), db(rng, (3,))], rng, order2=True,
-              rtol=2e-6, atol=1e-7)
+    f = _ours(_fn(name))
+    check_jvp(f, [da(rng, (2, 3)), db(rng, (3,))], rng, order2=True, rtol=2e-6, atol=1e-7)
     check_jvp(lambda x, y: f(x * 1.0, y * 1.0), [float(da(rng, ())), float(db(rng, ()))], rng,
               order2=True, rtol=2e-6, atol=1e-7)
 
@@ -135,8 +164,8 @@ def test_dual_numbers(name):
         y = f(fwAD.make_dual(tape.tensor(x), tape.tensor(t)))
         primal, tangent = fwAD.unpack_dual(y)
     _, jt = tape.jvp(f, (x,), (t,))
-    np.testing.assert_allclose(np.asarray(primal), f(x), rtol=1e-13)
-    np.testing.assert_allclose(np.asarray(tangent), np.asarray(jt), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(primal.numpy(), f(x), rtol=1e-13)
+    np.testing.assert_allclose(tangent.numpy(), np.asarray(jt), rtol=1e-12, atol=1e-300)
 
 
 def _every_row(x):
@@ -171,7 +200,7 @@ def test_eager_values_are_the_kernels():
         arg = x / 5.0 if name in ("erfinv", "ndtri", "logit") else x
         arr = _fn(name)(tape.tensor(arg)).numpy()
         one = [_fn(name)(tape.tensor(v)).item() for v in arg]
-        assert np.array_equal(arr, one), name
+        assert np.array_equal(arr, one, equal_nan=True), name
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 5])
@@ -181,7 +210,7 @@ def test_polygamma(n):
     y = tape.special.polygamma(n, tape.tensor(x))
     np.testing.assert_allclose(y.numpy(), sc.polygamma(n, x), rtol=1e-13)
     check_vjp(lambda a: tape.special.polygamma(n, a), [x], rng=rng, rtol=1e-6,
-              f_np=lambda a: sc.polygamma(n, a))
+              f_np=lambda a: tape.special.polygamma(n, a).numpy())
     check_jvp(lambda a: tape.special.polygamma(n, a), [x], rng, order2=True, rtol=2e-6)
 
 
@@ -200,7 +229,8 @@ def test_polygamma_order_is_a_constant():
     ("entr", 0.0, 0.0, np.inf), ("entr", -1.0, -np.inf, np.nan),
     ("erfinv", 1.0, np.inf, np.inf), ("ndtri", 0.0, -np.inf, np.inf),
     ("logit", 0.0, -np.inf, np.inf), ("expit", 800.0, 1.0, 0.0), ("expit", -800.0, 0.0, 0.0),
-    ("log_ndtr", -40.0, sc.log_ndtr(-40.0), 40.02495327), ("log_expit", -800.0, -800.0, 1.0),
+    ("log_ndtr", -40.0, sc.log_ndtr(-40.0), np.sqrt(2.0 / np.pi) / sc.erfcx(40.0 / np.sqrt(2.0))),
+    ("log_expit", -800.0, -800.0, 1.0),
     ("i1", 0.0, 0.0, 0.5), ("i1e", 0.0, 0.0, 0.5), ("erfcx", 1e200, sc.erfcx(1e200), 0.0),
 ])
 def test_special_points(name, x, value, grad):

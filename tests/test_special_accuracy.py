@@ -2,11 +2,12 @@
 log-spaced magnitudes of both signs from 1e-300 to 1e300, dense grids over the interesting
 ranges, the tails, and the special values (0, -0, inf, -inf, nan, the poles of the gamma
 family). Errors are in ulps of max(|SciPy's value|, floor): floor is the smallest normal number
-(subnormal results count at that resolution) or, for functions with zeros inside their domain
-(gammaln, loggamma, digamma, logit, ...), 1.0, where an absolute error of one ulp of 1 is all that
-the argument's own rounding allows. Where SciPy is itself inaccurate (erfcx below 0, betaln and
-beta with a large argument), a high-precision reference (mpmath, when installed) measures ours.
-The bounds are documented in docs/special.md."""
+(two results below it agree) or, for functions with zeros inside their domain (gammaln,
+loggamma, digamma, logit, ...), 1.0, where an absolute error of one ulp of 1 is all that the
+argument's own rounding allows. Where SciPy is itself inaccurate (the tails of erfc and ndtr,
+erfcx below 0, digamma next to its poles, betaln and beta with a large argument), a
+high-precision reference (mpmath, a test dependency; skipped without it) measures ours. The
+bounds are documented in docs/special.md."""
 from __future__ import annotations
 
 import warnings
@@ -33,11 +34,13 @@ PROB = np.concatenate([np.linspace(0.0, 1.0, 20001), np.logspace(-300, -1, 1000)
 # name: (domain, floor, bound in ulps); the bound is the measured maximum, rounded up
 UNARY = {
     "gammaln": (REAL, 1.0, 4), "loggamma": (REAL, 1.0, 4), "gamma": (REAL, TINY, 12),
-    "digamma": (_POS, 1.0, 6), "erf": (REAL, TINY, 2), "erfc": (REAL, TINY, 4),
-    "erfcx": (_POS, TINY, 4), "erfinv": (UNIT, TINY, 4), "ndtr": (REAL, TINY, 4),
-    "log_ndtr": (REAL, TINY, 4), "ndtri": (PROB, TINY, 5), "expit": (REAL, TINY, 3),
-    "logit": (PROB, 1.0, 3), "log_expit": (REAL, TINY, 2), "i0": (REAL, TINY, 12),
-    "i0e": (REAL, TINY, 12), "i1": (REAL, TINY, 12), "i1e": (REAL, TINY, 12),
+    "digamma": (_POS, 1.0, 6), "erf": (REAL, TINY, 2), "erfinv": (UNIT, TINY, 4),
+    "erfcx": (_POS, TINY, 8),
+    # SciPy's erfc (cephes) takes exp(-x^2) of a rounded x^2: up to ~2x^2 ulps off in the tail,
+    # where ours (libm's) is within 2 ulps of the exact value (test_unary_against_exact)
+    "erfc": (REAL, TINY, 1024), "ndtr": (REAL, TINY, 1024), "log_ndtr": (REAL, TINY, 1024), "ndtri": (PROB, TINY, 5), "expit": (REAL, TINY, 3),
+    "logit": (PROB, 1.0, 3), "log_expit": (REAL, TINY, 2), "i0": (REAL, TINY, 16),
+    "i0e": (REAL, TINY, 16), "i1": (REAL, TINY, 16), "i1e": (REAL, TINY, 16),
     "entr": (REAL, TINY, 1),
 }
 # where ours and SciPy's differ on purpose (docs/special.md)
@@ -53,6 +56,7 @@ def ulps(got, ref, floor):
         err = np.abs(got - ref) / np.spacing(np.maximum(np.abs(ref), floor))
     err[same] = 0.0
     err[~np.isfinite(err)] = np.inf  # a special value of one side only
+    err[(np.abs(got) < TINY) & (np.abs(ref) < TINY)] = 0.0  # both zero to normal precision
     return err
 
 
@@ -82,14 +86,15 @@ def test_unary_within_bound_of_scipy(name):
                                 f"{err[worst]} ulps > {bound}"
 
 
+NEGATIVE = np.concatenate([-_rng.uniform(0.0, 40.0, 4000), -np.logspace(-300, 2, 500)])
+NEGATIVE = NEGATIVE[NEGATIVE != np.floor(NEGATIVE)]
+
+
 def test_digamma_below_zero():
-    """Left of 0 digamma has a pole at each integer and a zero between each two: near those
-    zeros both ours and SciPy's (cephes) lose digits to the reflection formula's cancellation;
-    measured against each other with an absolute floor of 1 ulp of the pole term."""
-    x = np.concatenate([-_rng.uniform(0.0, 40.0, 4000), -np.logspace(-300, 2, 500)])
-    x = x[x != np.floor(x)]
-    err = ulps(_ours("digamma", x), _scipy("digamma", x), 1.0)
-    assert err.max() <= 64
+    """Left of 0 digamma has a pole at each integer: next to one SciPy's value (cephes) loses
+    up to ~900 ulps (ours is within 1 ulp of the exact value there, test_unary_against_exact)."""
+    err = ulps(_ours("digamma", NEGATIVE), _scipy("digamma", NEGATIVE), 1.0)
+    assert err.max() <= 2048
 
 
 BINARY_GRID = np.concatenate([np.logspace(-30, 30, 41), [0.5, 1.0, 2.5, 7.0]])
@@ -104,9 +109,10 @@ BINARY = {  # name: (a values, b values, floor, bound)
                np.concatenate([BINARY_GRID, [0.0, -1.0]]), 1.0, 3),
     "huber": (np.concatenate([BINARY_GRID, [0.0, -1.0]]),
               np.concatenate([BINARY_GRID, -BINARY_GRID, [0.0]]), TINY, 1),
+    # SciPy squares delta first: 84 ulps off at r / delta = 3e58 (ours is delta |r|)
     "pseudo_huber": (np.concatenate([BINARY_GRID, [0.0, -1.0]]),
-                     np.concatenate([BINARY_GRID, -BINARY_GRID, [0.0]]), TINY, 4),
-    "betaln": (np.linspace(0.05, 9.0, 40), np.linspace(0.05, 9.0, 40), 1.0, 8),
+                     np.concatenate([BINARY_GRID, -BINARY_GRID, [0.0]]), TINY, 96),
+    "betaln": (np.linspace(0.05, 9.0, 40), np.linspace(0.05, 9.0, 40), 1.0, 16),
     "beta": (np.linspace(0.05, 9.0, 40), np.linspace(0.05, 9.0, 40), TINY, 12),
 }
 
@@ -145,13 +151,19 @@ def _mp_reference(fn, *cols):
 @pytest.mark.parametrize("name, x, fn, bound", [
     ("erfcx", -_rng.uniform(0.0, 26.5, 600), lambda mp, x: mp.exp(x * x) * mp.erfc(x), 3),
     ("digamma", _rng.uniform(0.0, 12.0, 600), lambda mp, x: mp.digamma(x), 6),
+    ("digamma", NEGATIVE[::8], lambda mp, x: mp.digamma(x), 8),
     ("gammaln", -_rng.uniform(0.0, 40.0, 600), lambda mp, x: mp.log(abs(mp.gamma(x))), 3),
+    ("erfc", _rng.uniform(-6.0, 26.5, 600), lambda mp, x: mp.erfc(x), 2),
+    ("ndtr", _rng.uniform(-38.0, 8.0, 600), lambda mp, x: mp.ncdf(x), 4),
+    ("log_ndtr", _rng.uniform(-60.0, 0.0, 600), lambda mp, x: mp.log(mp.ncdf(x)), 4),
+    ("log_ndtr", _rng.uniform(0.0, 38.0, 600), lambda mp, x: mp.log1p(-mp.ncdf(-x)), 4),
     ("i0", _rng.uniform(-40.0, 40.0, 600), lambda mp, x: mp.besseli(0, x), 10),
     ("i1", _rng.uniform(-40.0, 40.0, 600), lambda mp, x: mp.besseli(1, x), 10),
 ])
 def test_unary_against_exact(name, x, fn, bound):
     ref = _mp_reference(fn, x)
-    assert ulps(_ours(name, x), ref, 1.0 if name == "gammaln" else TINY).max() <= bound
+    floor = 1.0 if name in ("gammaln", "digamma") else TINY
+    assert ulps(_ours(name, x), ref, floor).max() <= bound
 
 
 def test_betaln_and_beta_against_exact():
@@ -162,7 +174,6 @@ def test_betaln_and_beta_against_exact():
     ref = _mp_reference(lambda mp, x, y: mp.log(mp.beta(x, y)), A, B)
     assert ulps(_ours("betaln", A, B), ref, 1.0).max() <= 8
     ref = _mp_reference(lambda mp, x, y: mp.beta(x, y), A, B)
-    small = A + B < 2e3  # past that exp(betaln) amplifies betaln's rounding by |betaln|
-    assert ulps(_ours("beta", A[small], B[small]), ref[small], TINY).max() <= 16
-    big = ulps(_ours("beta", A[~small], B[~small]), ref[~small], TINY)
-    assert big.max() <= 4 * np.abs(np.log(ref[~small])).max()
+    # exp(betaln) where the gammas would overflow: betaln's rounding times |betaln|
+    bound = 16.0 + 2.0 * np.abs(np.log(ref))
+    assert np.all(ulps(_ours("beta", A, B), ref, TINY) <= bound)
