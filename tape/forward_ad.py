@@ -17,6 +17,9 @@ recorded too, which gives everything that nests:
   Hessian-vector products);
 - exiting a level clears its tangents from every tensor; a tangent is never dual at its own
   level (rows recorded by a level's own rules carry no tangent at that level).
+- when nothing in a tensor's history requires grad and no other active level is dual there,
+  ``unpack_dual`` gives a plain primal and tangent (as PyTorch does), which NumPy and plotting
+  take; otherwise both keep their history.
 
 Only recorded operations carry tangents: code run under ``tape.no_grad()`` is constant for
 forward mode too. Levels are per thread (PyTorch's are process-wide): a thread sees only the
@@ -197,7 +200,31 @@ def unpack_dual(tensor, *, level=None):
     lv = _level(level, "unpack_dual")
     if type(tensor) is not Tensor or tensor._tape is None or not tensor._rg:
         return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(tensor, _tangent(lv, tensor._tape, tensor._slot))
+    tangent = _tangent(lv, tensor._tape, tensor._slot)
+    if _forward_only(lv, tensor, tangent):
+        # nothing here requires grad and no other level is dual here: the history exists for
+        # this level's tangents only, so the pair is plain, as PyTorch gives it
+        return UnpackedDualTensor(_record.plain(tensor._v),
+                                  None if tangent is None else _record.plain(tangent._v))
+    return UnpackedDualTensor(tensor, tangent)
+
+
+def _forward_only(lv, *tensors):
+    """True when the histories of `tensors` reach no tensor that requires grad (a leaf) and no
+    dual input of another level: they are recorded only so that `lv` can work out tangents."""
+    others = [o for o in state.levels if o is not lv]
+    seen = set()
+    stack = [x._tape for x in tensors if type(x) is Tensor and x._rg and x._tape is not None]
+    while stack:
+        t = stack.pop()
+        if t.id in seen:
+            continue
+        seen.add(t.id)
+        if t.leaves or t.functions or any(
+                o.leaf_sources or any(k[0] == t.id for k in o.sources) for o in others):
+            return False
+        stack.extend(x._tape for x in t.links.values() if x._tape is not None)
+    return True
 
 
 def _tangent(lv, t, slot):
