@@ -9,6 +9,8 @@ docs/porting.md lists the same idioms with runnable fixes.
 """
 from __future__ import annotations
 
+import sys
+
 from ._state import state
 
 _CARRIES = "a tensor that carries a gradient (it requires grad: a leaf, a result with history, " \
@@ -55,9 +57,46 @@ def conversion_error(kind):
     """The TypeError for converting a tensor that requires grad (`kind`: a key of ``_WHAT``):
     what was attempted, what to write instead, and under tape.compile why data arguments count
     too."""
-    lines = [f"{_WHAT[kind]} Write instead:"]
-    lines += [f"  {fix}" for fix in _FIXES[kind]]
+    caller = _library_caller()
+    if caller is not None:
+        lines = [_library_line(caller, kind)]
+    else:
+        lines = [f"{_WHAT[kind]} Write instead:"]
+        lines += [f"  {fix}" for fix in _FIXES[kind]]
     lines.append("(docs/porting.md lists these idioms and their fixes.)")
     if state.guards is not None:
         lines.append(_IN_COMPILE)
     return TypeError("\n".join(lines))
+
+
+_LIBRARIES = ("numpy", "scipy")
+
+
+def _library_caller():
+    """The NumPy or SciPy function the user called that converted the tensor (the outermost of
+    the library's frames below the user's code), as 'module.qualname'; None for the user's own
+    conversion."""
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__", "").split(".")[0] == "tape":
+        f = f.f_back
+    outer = None
+    while f is not None and f.f_globals.get("__name__", "").split(".")[0] in _LIBRARIES:
+        outer = f
+        f = f.f_back
+    if outer is None:
+        return None
+    code = outer.f_code
+    return f"{outer.f_globals['__name__']}.{getattr(code, 'co_qualname', code.co_name)}"
+
+
+def _library_line(caller, kind):
+    from ._polynomials import COEF_FIRST
+
+    head = (f"{caller} converts its arguments to NumPy arrays, which would lose the gradient "
+            f"of {_CARRIES}.")
+    name = caller.rsplit(".", 1)[-1]
+    if caller.startswith("numpy.polynomial.polynomial.") and name in COEF_FIRST:
+        return f"{head} Call tnp.polynomial.polynomial.{name} (the same function on tensors)."
+    return (f"{head} docs/coverage.md lists the functions that differentiate; a function not "
+            f"there can be written with np.* calls on tensors, or wrapped in a tape.Function "
+            f"(docs/porting.md).")
