@@ -210,11 +210,20 @@ _BINARY = {"add": np.add, "atan2": np.arctan2, "bitwise_and": np.bitwise_and,
            "greater_equal": np.greater_equal, "hypot": np.hypot, "less": np.less,
            "less_equal": np.less_equal, "logaddexp": np.logaddexp, "logical_and": np.logical_and,
            "logical_or": np.logical_or, "logical_xor": np.logical_xor, "maximum": np.maximum,
-           "minimum": np.minimum, "multiply": np.multiply, "nextafter": np.nextafter,
-           "not_equal": np.not_equal, "pow": np.power, "remainder": np.remainder,
+           "minimum": np.minimum, "multiply": np.multiply, "not_equal": np.not_equal, "pow": np.power, "remainder": np.remainder,
            "subtract": np.subtract}
 for _name, _ufunc in {**_UNARY, **_BINARY}.items():
     globals()[_name] = _elementwise(_ufunc, _name)
+
+
+def nextafter(x1, x2, /):
+    """Values only: the next float is a step function of x1, and its gradient 0 or 1 would
+    both mislead, so a tensor that requires grad is refused."""
+    for a in (x1, x2):
+        if type(a) is Tensor and a.requires_grad:
+            raise TypeError("tape.array_api.nextafter: values only, and an argument requires "
+                            "grad; pass x.detach() if no gradient should flow through it")
+    return wrap(np.nextafter(*(a._v if type(a) is Tensor else a for a in (x1, x2))))
 
 
 def round(x, /):  # noqa: A001
@@ -477,7 +486,8 @@ def tensordot(x1, x2, /, *, axes=2):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    return wrap(np.vecdot(x1, x2, axis=axis))
+    # numpy.linalg.vecdot, not the gufunc numpy.vecdot: a ufunc call on a tensor takes no axis
+    return wrap(np.linalg.vecdot(x1, x2, axis=axis))
 
 
 # ---------------------------------------------------------------------------------------------
