@@ -184,9 +184,13 @@ def triu(x, /, *, k=0):
 # ---------------------------------------------------------------------------------------------
 # Elementwise: NumPy's ufuncs, which reach tapejit's table rows for tensors
 
-def _elementwise(ufunc, name):
-    def f(*args):
-        return wrap(ufunc(*args))
+def _elementwise(ufunc, name, nargs):
+    if nargs == 1:
+        def f(x, /):
+            return wrap(ufunc(x))
+    else:
+        def f(x1, x2, /):
+            return wrap(ufunc(x1, x2))
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"The standard's ``{name}``: ``numpy.{ufunc.__name__}`` on tensors."
@@ -212,8 +216,10 @@ _BINARY = {"add": np.add, "atan2": np.arctan2, "bitwise_and": np.bitwise_and,
            "logical_or": np.logical_or, "logical_xor": np.logical_xor, "maximum": np.maximum,
            "minimum": np.minimum, "multiply": np.multiply, "not_equal": np.not_equal, "pow": np.power, "remainder": np.remainder,
            "subtract": np.subtract}
-for _name, _ufunc in {**_UNARY, **_BINARY}.items():
-    globals()[_name] = _elementwise(_ufunc, _name)
+for _name, _ufunc in _UNARY.items():
+    globals()[_name] = _elementwise(_ufunc, _name, 1)
+for _name, _ufunc in _BINARY.items():
+    globals()[_name] = _elementwise(_ufunc, _name, 2)
 
 
 def nextafter(x1, x2, /):
