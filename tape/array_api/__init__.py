@@ -509,6 +509,19 @@ def to_device(x, device, /, *, stream=None):
     return x
 
 
+def __getattr__(name):
+    # xp.special (SciPy's ufuncs, for SciPy's array-API wrappers) loads SciPy: only on demand,
+    # and absent when SciPy is not installed
+    if name == "special":
+        import importlib.util
+
+        if importlib.util.find_spec("scipy") is not None:
+            import importlib
+
+            return importlib.import_module("tape.array_api.special")
+    raise AttributeError(f"module 'tape.array_api' has no attribute {name!r}")
+
+
 __all__ = sorted(n for n in globals() if not n.startswith("_") and n not in (
     "builtins", "math", "np", "plain", "Tensor", "check", "check_device", "wrap", "API_VERSIONS",
     "DEVICE")) + ["__array_namespace_info__", "__array_api_version__"]
