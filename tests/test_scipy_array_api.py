@@ -139,6 +139,22 @@ def test_softmax_and_log_softmax(fn, shape, axis):
     _check(lambda x: getattr(special, fn)(x, axis=axis), [a])
 
 
+def test_softmax_with_dual_numbers():
+    import tape.forward_ad as fwAD
+
+    a = np.array([[0.3, -1.0, 2.0], [1.0, 0.5, -0.2]])
+    v = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 1.0]])
+    with fwAD.dual_level():
+        y = special.softmax(fwAD.make_dual(tape.tensor(a), tape.tensor(v)), axis=1)
+        primal, tangent = fwAD.unpack_dual(y)
+        primal, tangent = primal.detach().numpy(), tangent.detach().numpy()
+    s = special.softmax(a, axis=1)
+    np.testing.assert_allclose(primal, s, rtol=1e-14)
+    # d softmax = s * (v - sum(s * v)) along the axis
+    np.testing.assert_allclose(tangent, s * (v - np.sum(s * v, axis=1, keepdims=True)),
+                               rtol=1e-12, atol=1e-15)
+
+
 def test_logsumexp_replays_with_new_arguments_and_guards_the_maximum():
     def f(x):
         return special.logsumexp(x, axis=1).sum()
