@@ -62,8 +62,8 @@ def _same(ours, ref, rtol=1e-13):
 
 
 def _data(spec):
-    """Inputs for a case: 'f' floats, 'p' positive floats, 'u' in (-1, 1), 'g' above 1, 'i' small ints,
-    'b' booleans, 't' floats with ties; each with its shape."""
+    """Inputs for a case: 'f' floats, 'p' positive floats, 'u' in (-1, 1), 'g' above 1,
+    'i' small ints, 'b' booleans, 't' floats with ties; each with its shape."""
     kind, shape = spec
     if kind == "f":
         return rng.standard_normal(shape)

@@ -12,28 +12,22 @@ standard's signature and calls NumPy's function of that name, which reaches tape
 implementation through NumPy's dispatch protocols when an argument is a tensor. What passes and
 fails in the standard's conformance suite: docs/array_api.md.
 """
-import builtins
 import math
 
 import numpy as np
 
 from .. import numpy as _tnp
-from .._record import plain
 from .._tensor import Tensor
-from . import linalg
-from ._dtypes import (bool, can_cast, check, complex64, complex128, finfo, float32,  # noqa: A004
+from . import linalg  # noqa: F401  (the standard's linalg extension, xp.linalg)
+from ._dtypes import (bool, can_cast, check, complex64, complex128, finfo, float32,  # noqa: F401
                       float64, iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,
-                      uint16, uint32, uint64, wrap)
+                      uint16, uint32, uint64, wrap)  # (the standard's dtypes and functions)
 from ._info import DEVICE, __array_namespace_info__, check_device
 
 __array_api_version__ = "2024.12"
 API_VERSIONS = ("2023.12", "2024.12")
 
 e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
-
-
-def _is_float(dtype):
-    return dtype is not None and np.dtype(dtype).kind == "f"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,7 +56,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         a = np.asarray(obj, dtype=dtype, copy=copy)
     if a.dtype.kind == "f" and dtype is None and a.dtype != float64:
         a = a.astype(np.float64)
-    return wrap(a) if a.dtype.kind in "fc" else (np.array(a) if copy and a is obj else a)
+    return wrap(a) if a.dtype.kind in "fc" else a
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -214,8 +208,8 @@ _BINARY = {"add": np.add, "atan2": np.arctan2, "bitwise_and": np.bitwise_and,
            "greater_equal": np.greater_equal, "hypot": np.hypot, "less": np.less,
            "less_equal": np.less_equal, "logaddexp": np.logaddexp, "logical_and": np.logical_and,
            "logical_or": np.logical_or, "logical_xor": np.logical_xor, "maximum": np.maximum,
-           "minimum": np.minimum, "multiply": np.multiply, "not_equal": np.not_equal, "pow": np.power, "remainder": np.remainder,
-           "subtract": np.subtract}
+           "minimum": np.minimum, "multiply": np.multiply, "not_equal": np.not_equal,
+           "pow": np.power, "remainder": np.remainder, "subtract": np.subtract}
 for _name, _ufunc in _UNARY.items():
     globals()[_name] = _elementwise(_ufunc, _name, 1)
 for _name, _ufunc in _BINARY.items():
@@ -259,8 +253,8 @@ def conj(x, /):
 
 
 def _reduce(fn, name):
-    def f(x, /, *, axis=None, keepdims=False, **kw):
-        return wrap(fn(x, axis=axis, keepdims=keepdims, **kw))
+    def f(x, /, *, axis=None, keepdims=False):
+        return wrap(fn(x, axis=axis, keepdims=keepdims))
 
     f.__name__ = f.__qualname__ = name
     return f
@@ -447,7 +441,7 @@ def _sorted_unique(x):
     """The unique values of a tensor as a gather from it (differentiable: each value's gradient
     goes to its first occurrence), the indices read from the values (guarded)."""
     flat = np.reshape(x, -1)
-    _, first = np.unique(x.detach().numpy().reshape(-1), return_index=True)
+    _, first = np.unique(x.detach().numpy().reshape(-1), return_index=True, equal_nan=False)
     return np.take(flat, first)
 
 
@@ -523,6 +517,6 @@ def __getattr__(name):
 
 
 __all__ = sorted(n for n in globals() if not n.startswith("_") and n not in (
-    "builtins", "math", "np", "plain", "Tensor", "check", "check_device", "wrap", "API_VERSIONS",
+    "math", "np", "Tensor", "check", "check_device", "wrap", "API_VERSIONS",
     "DEVICE")) + ["__array_namespace_info__", "__array_api_version__"]
 del _name, _ufunc
