@@ -231,6 +231,20 @@ def test_special_ufuncs_take_the_namespace_route():
         np.testing.assert_allclose(x.grad, special.digamma(a), rtol=1e-12)
 
 
+def test_the_example_of_docs_array_api_runs():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "array_api.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    ns = {}
+    exec(compile(code, "docs/array_api.md", "exec"), ns)
+    # w = 0: every class equally likely, the log-likelihood is -n log 4 and its gradient
+    # X^T (onehot(y) - 1/4)
+    X, y = ns["X"].numpy(), ns["y"]
+    np.testing.assert_allclose(ns["value"], -len(y) * np.log(4.0), rtol=1e-14)
+    np.testing.assert_allclose(ns["g"], X.T @ (np.eye(4)[y] - 0.25), rtol=1e-12, atol=1e-13)
+
+
 def test_environment_is_the_one_scipy_read():
     assert os.environ.get("SCIPY_ARRAY_API") == "1"
     x = tape.tensor([1.0, 2.0])
