@@ -34,9 +34,11 @@ __all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load
 
 def __getattr__(name):
     # tape.distributed without `import tape.distributed`: it imports Dask only when a client is
-    # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError
-    if name == "distributed":
+    # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError.
+    # tape.array_api likewise (Tensor.__array_namespace__ loads it): its linalg lists the
+    # numpy.linalg functions registered by then, so it loads after every registration
+    if name in ("distributed", "array_api"):
         import importlib
 
-        return importlib.import_module("tape.distributed")
+        return importlib.import_module(f"tape.{name}")
     raise AttributeError(f"module 'tape' has no attribute {name!r}")

@@ -114,7 +114,9 @@ def _ufunc_name(ufunc):
     if getattr(np, name, None) is ufunc:
         return f"numpy.{name}"
     special = sys.modules.get("scipy.special")
-    if special is not None and getattr(special, name, None) is ufunc:
+    public = getattr(special, name, None)
+    # with SCIPY_ARRAY_API=1 the public name is SciPy's wrapper around the ufunc
+    if special is not None and getattr(public, "__wrapped__", public) is ufunc:
         return f"scipy.special.{name}"
     return f"the ufunc {name}"
 

@@ -443,6 +443,25 @@ class Tensor:
 
         return array_function(func, types, args, kwargs)
 
+    # -- the Python array API standard (tape.array_api) -----------------------------------------
+    def __array_namespace__(self, *, api_version=None):
+        from . import array_api
+
+        if api_version is not None and api_version not in array_api.API_VERSIONS:
+            raise ValueError(f"tape.array_api implements the array API standard "
+                             f"{array_api.__array_api_version__}; api_version={api_version!r} "
+                             f"is not one of {array_api.API_VERSIONS}")
+        return array_api
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def to_device(self, device, /, *, stream=None):
+        from .array_api import to_device
+
+        return to_device(self, device)
+
     # -- hooks (Python between jitted segments of the sweep) ------------------------------------
     def _slot_hooks(self, create=True):
         t = self._tape
