@@ -34,8 +34,8 @@ __all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load
 def __getattr__(name):
     # tape.distributed without `import tape.distributed`: it imports Dask only when a client is
     # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError
-    if name == "distributed":
+    if name in ("distributed", "scipy"):  # (tape.scipy imports SciPy only when it runs)
         import importlib
 
-        return importlib.import_module("tape.distributed")
+        return importlib.import_module(f"tape.{name}")
     raise AttributeError(f"module 'tape' has no attribute {name!r}")

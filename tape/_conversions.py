@@ -51,11 +51,56 @@ _IN_COMPILE = ("Inside tape.compile every float or float-array argument of f is 
                "reads another value records f again).")
 
 
+def _scipy_caller():
+    """The SciPy function (module, name) converting the tensor, if one is on the stack."""
+    import sys
+
+    if "scipy" not in sys.modules:
+        return None
+    f, found = sys._getframe(2), None
+    for _ in range(40):
+        if f is None:
+            break
+        mod = f.f_globals.get("__name__", "")
+        if mod.startswith("scipy."):
+            name = f.f_code.co_name
+            inner = f.f_locals.get("f") if name == "wrapper" else None  # SciPy's batch wrapper
+            if callable(inner) and getattr(inner, "__module__", "").startswith("scipy."):
+                mod, name = inner.__module__, inner.__name__
+            found = (mod, name, found)
+        elif found is not None:
+            break
+        f = f.f_back
+    return found
+
+
+def _scipy_line(found):
+    """Which SciPy function cannot see tensors, and tape.scipy's that records, if there is one."""
+    from .scipy import linalg as tsl
+
+    names = []
+    while found is not None:  # from the outermost SciPy frame in
+        mod, name, found = found
+        names.append((mod, name))
+    for mod, name in names:
+        if mod.startswith("scipy.linalg") and name in tsl.__all__:
+            return (f"scipy.linalg.{name} converts its arguments with np.asarray and cannot "
+                    f"record: call tape.scipy.linalg.{name} (the same signature), which does.")
+    mod, name = next(((m, n) for m, n in names if not n.startswith("_") and n != "wrapper"),
+                     names[0])
+    return (f"{mod.split('._')[0]}.{name} (SciPy) converts its arguments with np.asarray and "
+            "cannot record; tape.scipy.linalg covers solve_triangular, cholesky, cho_factor, "
+            "cho_solve and expm, and a tape.Function can wrap any other (docs/porting.md).")
+
+
 def conversion_error(kind):
     """The TypeError for converting a tensor that requires grad (`kind`: a key of ``_WHAT``):
     what was attempted, what to write instead, and under tape.compile why data arguments count
     too."""
     lines = [f"{_WHAT[kind]} Write instead:"]
+    scipy_fn = _scipy_caller() if kind == "array" else None
+    if scipy_fn is not None:
+        lines = [_scipy_line(scipy_fn)] + lines
     lines += [f"  {fix}" for fix in _FIXES[kind]]
     lines.append("(docs/porting.md lists these idioms and their fixes.)")
     if state.guards is not None:
