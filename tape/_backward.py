@@ -454,7 +454,7 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
     sha, shb, shy, params = t.escapes[slot]
     o = GO[slot]
-    g = G[o:o + A.size[slot]].reshape(shy)
+    g = g_block = G[o:o + A.size[slot]].reshape(shy)
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
@@ -520,7 +520,7 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
             rows()
         rule()
     if fresh & 4:
-        g[...] = 0.0
+        g_block[...] = 0.0
 
 
 # a batched matmul is split among threads from this many multiply-adds (W2's: 2.5 million)

@@ -68,8 +68,8 @@ def jvp(xp, ta, tb, y, a, b):
     ds = diagonal(p)
     ps = p * row(xp, s)
     sp = col(xp, s) * p
-    du = u @ (F * (ps + mT(xp, sp)))
-    dv = v @ (F * (sp + mT(xp, ps)))
+    du = u @ (F * (ps + mT(xp, ps)))  # P S + S P^T
+    dv = v @ (F * (sp + mT(xp, sp)))  # S P + P^T S
     if m > k:
         sinv = _inverse_values(xp, s, False, "svd")
         du = du + ((ta @ v) - u @ p) * row(xp, sinv)
