@@ -415,3 +415,55 @@ def test_import_tape_does_not_import_scipy():
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------------------------
+# dual numbers, edge shapes, bad input
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(np.linalg.cholesky(x) ** 2),
+    lambda x: np.sum(np.linalg.eigh(x)[0] ** 3) + np.sum(np.linalg.eigh(x)[1] ** 2),
+    lambda x: np.sum(np.sin(np.linalg.svd(x, full_matrices=False)[1])),
+    lambda x: np.sum(np.linalg.qr(x)[0] * np.linalg.qr(x)[1]),
+    lambda x: np.sum(tsl.solve_triangular(x, np.ones(3), lower=True)),
+], ids=["cholesky", "eigh", "svd", "qr", "solve_triangular"])
+def test_dual_numbers(f):
+    from tape import forward_ad as fwAD
+
+    rng = np.random.default_rng(17)
+    a, u = spd(rng, 3), rng.normal(size=(3, 3))
+    with fwAD.dual_level():
+        t = fwAD.unpack_dual(f(fwAD.make_dual(a, u))).tangent.item()
+    assert t == pytest.approx(float(np.sum(tape.grad(f)(a) * u)), rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_edge_sizes(n):
+    a = np.eye(n) * 2.0
+    for f, want in [(lambda x: np.sum(np.linalg.cholesky(x)), np.eye(n) / np.sqrt(8.0)),
+                    (lambda x: np.sum(np.linalg.eigvalsh(x)), np.eye(n)),
+                    (lambda x: np.sum(np.linalg.svdvals(x)), np.eye(n)),
+                    (lambda x: np.sum(tsl.expm(x)), np.eye(n) * np.exp(2.0))]:
+        np.testing.assert_allclose(tape.grad(f)(a), want, rtol=1e-12)
+
+
+def test_singular_triangle_raises():
+    x = tape.tensor(np.array([[0.0, 0.0], [1.0, 1.0]]), requires_grad=True)
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        tsl.solve_triangular(x, np.ones(2), lower=True)
+
+
+@SETTINGS
+@given(seed=SEEDS, logcond=st.floats(0.0, 8.0), shape=st.sampled_from([(3, 3), (4, 2), (2, 4)]))
+def test_svdvals_ill_conditioned(seed, logcond, shape):
+    rng = np.random.default_rng(seed)
+    k = min(shape)
+    u, _ = np.linalg.qr(rng.normal(size=(shape[0], k)))
+    v, _ = np.linalg.qr(rng.normal(size=(shape[1], k)))
+    s = np.geomspace(1.0, 10.0 ** -logcond, k)
+    a = (u * s) @ v.T
+    c = rng.normal(size=k)
+    g = tape.grad(lambda x: np.sum(c * np.linalg.svdvals(x)))(a)
+    uu, ss, vh = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(g, (uu * c) @ vh, atol=1e-9)

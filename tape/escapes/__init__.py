@@ -155,10 +155,6 @@ def mT(xp, x):
     return xp.swapaxes(x, -1, -2)
 
 
-def eye_like(x):
-    return np.eye(x.shape[-1])
-
-
 def diagonal(x):
     """The diagonal of the last two axes (any xp: a masked sum, which records)."""
     return (x * np.eye(x.shape[-1])).sum(axis=-1)
@@ -200,14 +196,17 @@ def square(sha, name):
     return sha[-1]
 
 
-def gap_inverse(xp, w, what):
-    """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it and where w_i and w_j are equal
-    to rounding (|w_j - w_i| <= 16 n eps max|w|): the coefficient of the eigen- or singular
-    vector rules. Also returns the mask of those (near-)equal pairs (off the diagonal)."""
+def gap_inverse(xp, w, by=None):
+    """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it and where the values `by` (w by
+    default; an SVD's singular values s for w = s^2) are equal to rounding: |by_j - by_i| <=
+    16 n eps max|by|, the accuracy LAPACK computes them to. Also returns the mask of those tied
+    pairs (off the diagonal)."""
+    by = w if by is None else by
     n = w.shape[-1]
     diff = row(xp, w) - col(xp, w)
-    scale = col(xp, xp.max(abs(w), axis=-1, keepdims=True)) if n else 0.0
-    tied = abs(diff) <= scale * (16.0 * n * np.finfo(float).eps)
+    gap = row(xp, by) - col(xp, by)
+    scale = col(xp, xp.max(abs(by), axis=-1, keepdims=True)) if n else 0.0
+    tied = abs(gap) <= scale * (16.0 * n * np.finfo(float).eps)
     tied = np.asarray(raw(tied)) | np.eye(n, dtype=bool)
     F = xp.where(tied, 0.0, 1.0 / xp.where(tied, 1.0, diff))
     return F, tied & ~np.eye(n, dtype=bool)
@@ -229,4 +228,5 @@ def check_gauge(xp, m, tied, what):
             "values alone, or of the whole eigenspace (its projector V V^T), are defined there.")
 
 
-from . import products, inverse, triangular, eigen, svd, qr, expm  # noqa: E402,F401  (register)
+# the escapes register themselves on import
+from . import eigen, expm, inverse, products, qr, svd, triangular  # noqa: E402,F401

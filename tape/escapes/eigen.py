@@ -29,7 +29,7 @@ def value(a, b=None):
 def vjp(xp, g, y, a, b, need_a, need_b):
     gw, gv = g
     w, v = y
-    F, tied = gap_inverse(xp, w, "eigh")
+    F, tied = gap_inverse(xp, w)
     k = mT(xp, v) @ gv
     check_gauge(xp, k, tied, "eigh")
     s = v @ (diag_embed(xp, gw) + F * k) @ mT(xp, v)
@@ -38,13 +38,13 @@ def vjp(xp, g, y, a, b, need_a, need_b):
 
 def jvp(xp, ta, tb, y, a, b):
     w, v = y
-    F, _ = gap_inverse(xp, w, "eigh")
+    F, _ = gap_inverse(xp, w)
     x = mT(xp, v) @ sym_lower(xp, ta) @ v
     return diagonal(x), v @ (F * x)
 
 
 def outputs(sha, shb):
-    n = square(sha, "eigh")
+    square(sha, "eigh")
     return (tuple(sha[:-1]), tuple(sha))
 
 

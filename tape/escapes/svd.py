@@ -41,7 +41,7 @@ def vjp(xp, g, y, a, b, need_a, need_b):
     u, s, vh = y
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
     v, gv = mT(xp, vh), mT(xp, gvh)
-    F, tied = gap_inverse(xp, s * s, "svd")
+    F, tied = gap_inverse(xp, s * s, s)
     ju = mT(xp, u) @ gu
     jv = mT(xp, v) @ gv
     check_gauge(xp, ju + jv, tied, "svd")
@@ -63,7 +63,7 @@ def jvp(xp, ta, tb, y, a, b):
     u, s, vh = y
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
     v = mT(xp, vh)
-    F, _ = gap_inverse(xp, s * s, "svd")
+    F, _ = gap_inverse(xp, s * s, s)
     p = mT(xp, u) @ ta @ v
     ds = diagonal(p)
     ps = p * row(xp, s)
