@@ -467,3 +467,19 @@ def test_svdvals_ill_conditioned(seed, logcond, shape):
     g = tape.grad(lambda x: np.sum(c * np.linalg.svdvals(x)))(a)
     uu, ss, vh = np.linalg.svd(a, full_matrices=False)
     np.testing.assert_allclose(g, (uu * c) @ vh, atol=1e-9)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.linalg.cond(x),
+    lambda x: np.linalg.cond(x, -2),
+    lambda x: np.linalg.cond(x, "fro"),
+    lambda x: np.linalg.cond(x, 1),
+    lambda x: np.linalg.matrix_norm(x, ord=2),
+    lambda x: np.linalg.matrix_norm(x, ord="nuc"),
+    lambda x: np.sum(np.linalg.pinv(x) ** 2),
+], ids=["cond", "cond-2", "cond-fro", "cond1", "norm2", "nuc", "pinv"])
+def test_batched_compositions(f):
+    rng = np.random.default_rng(18)
+    a = rng.normal(size=(2, 4, 3)) if "pinv" in f.__code__.co_names else \
+        rng.normal(size=(2, 3, 3))
+    check_modes(lambda x: np.sum(f(x)), [a], rng, second=False)
