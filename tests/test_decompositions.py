@@ -483,3 +483,18 @@ def test_batched_compositions(f):
     a = rng.normal(size=(2, 4, 3)) if "pinv" in f.__code__.co_names else \
         rng.normal(size=(2, 3, 3))
     check_modes(lambda x: np.sum(f(x)), [a], rng, second=False)
+
+
+def test_second_derivatives_at_tied_eigenvalues_are_refused():
+    f = lambda x: np.sum(np.linalg.eigvalsh(x) ** 2)  # noqa: E731
+    np.testing.assert_allclose(tape.grad(f)(np.eye(3)), 2 * np.eye(3), rtol=1e-14)
+    with pytest.raises(ValueError, match="beyond the first"):
+        tape.hessian(f)(np.eye(3))
+    with pytest.raises(ValueError, match="beyond the first"):
+        tape.hessian(lambda x: np.sum(np.linalg.svdvals(x) ** 3))(np.eye(3))
+    a = np.diag([1.0, 2.0, 3.0])  # distinct: the Hessian of |A_sym|^2 read from the lower part
+    H = tape.hessian(f)(a).reshape(9, 9)
+    g = tape.grad(f)
+    E = np.eye(9).reshape(9, 3, 3)
+    fd = np.array([(g(a + 1e-5 * e) - g(a - 1e-5 * e)).ravel() / 2e-5 for e in E])
+    np.testing.assert_allclose(H, fd, atol=1e-7)

@@ -212,6 +212,19 @@ def gap_inverse(xp, w, by=None):
     return F, tied & ~np.eye(n, dtype=bool)
 
 
+def check_recorded_ties(xp, tied, what):
+    """Refuse to record a rule (higher order, dual numbers) at tied values: its first
+    derivative is right for a loss that does not depend on the basis, but its own derivative
+    needs the limit of (gw_j - gw_i) / (w_j - w_i) at the tie, which the rule cannot know."""
+    if xp.tensors and tied.any():
+        raise ValueError(
+            f"{what}: derivatives beyond the first (and forward mode with dual numbers) at tied "
+            "eigen- or singular values (equal to rounding) are not supported: the rule needs "
+            "the eigenvectors' derivative there, which does not exist. First derivatives "
+            "(tape.grad, tape.jvp) of a loss that does not depend on the basis inside the "
+            "eigenspace are supported.")
+
+
 def check_gauge(xp, m, tied, what):
     """Raise when the loss depends on the choice of basis inside an eigenspace of tied
     eigen- (or singular) values: `m` is the matrix whose antisymmetric part over tied pairs the

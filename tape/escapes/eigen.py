@@ -9,7 +9,11 @@ F is set to 0 there. A loss of the eigenvalues alone (eigvalsh, a sum of functio
 of an eigenspace as a whole (its projector), has a finite, correct gradient; a loss that
 depends on the basis chosen inside an eigenspace has none, and the reverse rule raises a
 ValueError saying so. Near-ties give large but finite gradients (1 / gap), as the derivative
-itself is. Forward mode leaves the rotation inside a tied eigenspace out of dV.
+itself is. Forward mode leaves the rotation inside a tied eigenspace out of dV. An individual
+eigenvalue among tied ones is not differentiable: its gradient is v_i v_i^T for the
+eigenvector LAPACK returned (for the largest or smallest, a subgradient). Second derivatives
+at ties would need the limit of (gw_j - gw_i) / (w_j - w_i), which the rule cannot know: the
+rules refuse to be recorded there (higher order, dual numbers) with a ValueError.
 """
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ import math
 
 import numpy as np
 
-from . import Escape, check_gauge, diag_embed, diagonal, fold_lower, gap_inverse, mT, register
-from . import square, sym_lower
+from . import (Escape, check_gauge, check_recorded_ties, diag_embed, diagonal, fold_lower,
+               gap_inverse, mT, register, square, sym_lower)
 
 
 def value(a, b=None):
@@ -30,6 +34,7 @@ def vjp(xp, g, y, a, b, need_a, need_b):
     gw, gv = g
     w, v = y
     F, tied = gap_inverse(xp, w)
+    check_recorded_ties(xp, tied, "eigh")
     k = mT(xp, v) @ gv
     check_gauge(xp, k, tied, "eigh")
     s = v @ (diag_embed(xp, gw) + F * k) @ mT(xp, v)
@@ -38,7 +43,8 @@ def vjp(xp, g, y, a, b, need_a, need_b):
 
 def jvp(xp, ta, tb, y, a, b):
     w, v = y
-    F, _ = gap_inverse(xp, w)
+    F, tied = gap_inverse(xp, w)
+    check_recorded_ties(xp, tied, "eigh")
     x = mT(xp, v) @ sym_lower(xp, ta) @ v
     return diagonal(x), v @ (F * x)
 

@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-from . import Escape, check_gauge, col, diag_embed, diagonal, gap_inverse, mT, register, row
+from . import (Escape, check_gauge, check_recorded_ties, col, diag_embed, diagonal, gap_inverse,
+               mT, register, row)
 
 
 def value(a, b=None):
@@ -42,6 +43,7 @@ def vjp(xp, g, y, a, b, need_a, need_b):
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
     v, gv = mT(xp, vh), mT(xp, gvh)
     F, tied = gap_inverse(xp, s * s, s)
+    check_recorded_ties(xp, tied, "svd")
     ju = mT(xp, u) @ gu
     jv = mT(xp, v) @ gv
     check_gauge(xp, ju + jv, tied, "svd")
@@ -63,7 +65,8 @@ def jvp(xp, ta, tb, y, a, b):
     u, s, vh = y
     m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
     v = mT(xp, vh)
-    F, _ = gap_inverse(xp, s * s, s)
+    F, tied = gap_inverse(xp, s * s, s)
+    check_recorded_ties(xp, tied, "svd")
     p = mT(xp, u) @ ta @ v
     ds = diagonal(p)
     ps = p * row(xp, s)
