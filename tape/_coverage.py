@@ -76,9 +76,7 @@ BY_NATURE_WHY = {
     "polynomial.polytrim": "drops trailing coefficients by value",
 }
 
-_DECOMPOSITION = "an inverse of a reshaped tensor (linalg.inv / solve), not written yet"
 NOT_YET_WHY = {
-    **dict.fromkeys(["linalg.tensorinv", "linalg.tensorsolve"], _DECOMPOSITION),
     "i0": "a Bessel function: a kernel of its own (with scipy.special's)",
     "partition": "NumPy leaves the order of the other elements to its implementation: "
                  "np.sort gives the same selected element",

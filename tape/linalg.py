@@ -219,6 +219,39 @@ def cond(x, p=None):
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
 
+@npi.implements(np.linalg.tensorinv)
+def tensorinv(a, ind=2):
+    """NumPy's: the inverse of a reshaped to a square matrix, reshaped back."""
+    a = npi.as_tensor(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    oldshape = a.shape
+    prod = int(np.prod(oldshape[ind:]))
+    ia = inv(npi.reshape(a, (prod, -1)))
+    return npi.reshape(ia, oldshape[ind:] + oldshape[:ind])
+
+
+@npi.implements(np.linalg.tensorsolve)
+def tensorsolve(a, b, axes=None):
+    """NumPy's: solve with a reshaped to a square matrix and b flattened."""
+    a, b = npi.as_tensor(a), npi.as_tensor(b)
+    an = a.ndim
+    if axes is not None:
+        allaxes = list(range(an))
+        for k in axes:
+            allaxes.remove(k)
+            allaxes.insert(an, k)
+        a = npi.transpose(a, allaxes)
+    oldshape = a.shape[-(an - b.ndim):]
+    prod = int(np.prod(oldshape))
+    if a.size != prod ** 2:
+        raise np.linalg.LinAlgError(
+            "Input arrays must satisfy the requirement "
+            "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    res = solve(npi.reshape(a, (prod, prod)), npi.reshape(b, (-1,)))
+    return npi.reshape(res, oldshape)
+
+
 @npi.implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
     x = npi.as_tensor(x)
@@ -289,4 +322,4 @@ def _matrix_norm(x, ord, axis, keepdims):
 
 
 __all__ = ["det", "slogdet", "inv", "solve", "norm", "cholesky", "eigh", "eigvalsh", "svd",
-           "svdvals", "qr", "pinv", "lstsq", "cond"]
+           "svdvals", "qr", "pinv", "lstsq", "cond", "tensorinv", "tensorsolve"]

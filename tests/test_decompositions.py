@@ -498,3 +498,16 @@ def test_second_derivatives_at_tied_eigenvalues_are_refused():
     E = np.eye(9).reshape(9, 3, 3)
     fd = np.array([(g(a + 1e-5 * e) - g(a - 1e-5 * e)).ravel() / 2e-5 for e in E])
     np.testing.assert_allclose(H, fd, atol=1e-7)
+
+
+def test_tensorinv_and_tensorsolve():
+    rng = np.random.default_rng(19)
+    a = rng.normal(size=(2, 3, 6)) + np.eye(6).reshape(2, 3, 6) * 3.0
+    b = rng.normal(size=(2, 3))
+    w = rng.normal(size=(6, 2, 3))
+    check_modes(lambda x: np.sum(w * np.linalg.tensorinv(x)), [a], rng, second=False)
+    a2 = rng.normal(size=(2, 3, 2, 3)) + np.eye(6).reshape(2, 3, 2, 3) * 3.0
+    check_modes(lambda x, y: np.sum(np.sin(np.linalg.tensorsolve(x, y))), [a2, b], rng,
+                second=False)
+    check_modes(lambda x, y: np.sum(np.linalg.tensorsolve(x, y, axes=(0,)) ** 2),
+                [np.moveaxis(a2, 2, 0), b], rng, second=False)
