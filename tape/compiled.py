@@ -1016,7 +1016,7 @@ class _Variant:
         sha, shb, shy, params = t.escapes[c]
         a = np.reshape(t.value(sa), sha)
         p = TABLE[A.code[c]]
-        if p.name == "matmul_blas" and A.is_array[c]:  # straight into the row's buffer: no temporary
+        if p.name == "matmul_blas" and A.is_array[c]:  # into the row's buffer: no temporary
             vb, vy = t.value(sb), t.av[t.side_of[c]]
             b, y = np.reshape(vb, shb), np.reshape(vy, shy)
             pieces = batch_pieces(p, sha, shb, shy, threads)

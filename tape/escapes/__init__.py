@@ -59,8 +59,9 @@ class Escape:
             if v not in allowed or type(v) not in (bool, int):
                 raise ValueError(f"{self.name}: parameter {k}={v!r} is not one of {allowed}")
             out[k] = v
-        if set(params) - set(self.params):
-            raise ValueError(f"{self.name}: unknown parameters {sorted(set(params) - set(self.params))}")
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            raise ValueError(f"{self.name}: unknown parameters {unknown}")
         return out
 
     def row_shape(self, outs):
