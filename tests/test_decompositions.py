@@ -511,3 +511,44 @@ def test_tensorinv_and_tensorsolve():
                 second=False)
     check_modes(lambda x, y: np.sum(np.linalg.tensorsolve(x, y, axes=(0,)) ** 2),
                 [np.moveaxis(a2, 2, 0), b], rng, second=False)
+
+
+@SETTINGS
+@given(seed=SEEDS, logcond=st.floats(0.0, 8.0), shape=st.sampled_from([(3, 3), (5, 3), (4, 1)]))
+def test_qr_ill_conditioned(seed, logcond, shape):
+    """Columns of scales 1 .. 10^-logcond: the rules stay finite, and the reverse rule is the
+    forward rule's transpose."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=shape) * np.geomspace(1.0, 10.0 ** -logcond, shape[1])
+    wq, wr = rng.normal(size=shape), rng.normal(size=(shape[1], shape[1]))
+
+    def f(x):
+        q, r = np.linalg.qr(x)
+        return np.sum(wq * q) + np.sum(wr * r)
+
+    g = tape.grad(f)(a)
+    u = rng.normal(size=shape)
+    _, t = tape.jvp(f, (a,), (u,))
+    assert np.all(np.isfinite(g))
+    assert float(t) == pytest.approx(float(np.sum(g * u)), rel=1e-6,
+                                     abs=1e-9 * np.abs(g).max() * np.abs(u).max())
+
+
+@SETTINGS
+@given(seed=SEEDS, logscale=st.floats(0.0, 6.0), lower=st.booleans(),
+       trans=st.sampled_from([0, 1]))
+def test_solve_triangular_badly_scaled(seed, logscale, lower, trans):
+    rng = np.random.default_rng(seed)
+    d = np.geomspace(1.0, 10.0 ** -logscale, 4) * rng.choice([-1.0, 1.0], 4)
+    a = rng.normal(size=(4, 4)) * 0.3 + np.diag(d)
+    b, w = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
+
+    def f(x, y):
+        return np.sum(w * tsl.solve_triangular(x, y, lower=lower, trans=trans))
+
+    ga, gb = tape.grad(f, argnums=(0, 1))(a, b)
+    ua, ub = rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
+    _, t = tape.jvp(f, (a, b), (ua, ub))
+    assert np.all(np.isfinite(ga)) and np.all(np.isfinite(gb))
+    dot = float(np.sum(ga * ua) + np.sum(gb * ub))
+    assert float(t) == pytest.approx(dot, rel=1e-6, abs=1e-9 * (np.abs(ga).max() + 1.0))
