@@ -552,3 +552,23 @@ def test_solve_triangular_badly_scaled(seed, logscale, lower, trans):
     assert np.all(np.isfinite(ga)) and np.all(np.isfinite(gb))
     dot = float(np.sum(ga * ua) + np.sum(gb * ub))
     assert float(t) == pytest.approx(dot, rel=1e-6, abs=1e-9 * (np.abs(ga).max() + 1.0))
+
+
+@pytest.mark.parametrize("a", [
+    [[1.0, 2.0], [2.0, 4.0]],
+    [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]],  # rank 2
+    [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]],  # rank 1
+], ids=["2x2", "rank2", "rank1"])
+def test_det_second_derivatives_at_singular_matrices(a):
+    """det is a polynomial: its Hessian exists everywhere; at a singular matrix the recorded
+    rule takes the adjugate from cofactors (determinants of minors, which record)."""
+    a = np.array(a)
+    n = a.shape[0]
+    H = tape.hessian(np.linalg.det)(a).reshape(n * n, n * n)
+    g = tape.grad(np.linalg.det)
+    E = np.eye(n * n).reshape(n * n, n, n)
+    fd = np.array([(g(a + 1e-5 * e) - g(a - 1e-5 * e)).ravel() / 2e-5 for e in E])
+    np.testing.assert_allclose(H, fd, atol=1e-8)
+    u = np.arange(n * n, dtype=float).reshape(n, n)
+    _, t = tape.jvp(tape.grad(np.linalg.det), (a,), (u,))
+    np.testing.assert_allclose(np.asarray(t).ravel(), H @ u.ravel(), atol=1e-9)

@@ -38,9 +38,9 @@ register(Escape("inv", inv_value, inv_vjp, inv_jvp, inv_outputs,
                 lambda sha, shb: _lu_work(sha, math.prod(sha))))
 
 
-# det: d det(A) = tr(adj(A) dA), adj(A) = det(A) A^-1 when A is invertible; a singular A takes
-# the adjugate from the SVD (as a constant when the rule is recorded: its own derivative there
-# is not taken)
+# det: d det(A) = tr(adj(A) dA), adj(A) = det(A) A^-1 when A is invertible. A singular A takes
+# the adjugate from the SVD in NumPy, and from cofactors (determinants of minors, which record)
+# on tensors, so that derivatives of every order stay exact there: det is a polynomial
 
 
 def adjugate(a):
@@ -53,6 +53,25 @@ def adjugate(a):
         @ np.swapaxes(u, -1, -2)
 
 
+def cofactor_adjugate(xp, a):
+    """adj(A)[j, i] = (-1)^(i + j) det(A without row i and column j), with any xp."""
+    n = a.shape[-1]
+    if n == 1:
+        return xp.constant(np.ones(a.shape))
+    rows = []
+    for i in range(n):
+        keep_i = [k for k in range(n) if k != i]
+        ai = xp.take(a, keep_i, axis=-2)
+        rows.append([(-1.0) ** (i + j) * xp.linalg.det(
+            xp.take(ai, [k for k in range(n) if k != j], axis=-1)) for j in range(n)])
+    cof = xp.stack([xp.stack(r, axis=-1) for r in rows], axis=-2)
+    return mT(xp, cof)
+
+
+def _adjugate(xp, a):
+    return cofactor_adjugate(xp, a) if xp.tensors else adjugate(a)
+
+
 def det_value(a, b=None):
     return np.linalg.det(a)
 
@@ -61,8 +80,7 @@ def det_vjp(xp, g, y, a, b, need_a, need_b):
     try:
         inv_t = mT(xp, xp.linalg.inv(a))
     except np.linalg.LinAlgError:
-        adj_t = xp.constant(np.swapaxes(adjugate(xp.value(a)), -1, -2))
-        return mat(xp, g) * adj_t, None
+        return mat(xp, g) * mT(xp, _adjugate(xp, a)), None
     return mat(xp, g * y) * inv_t, None
 
 
@@ -70,7 +88,7 @@ def det_jvp(xp, ta, tb, y, a, b):
     try:
         return y * diagonal(xp.linalg.solve(a, ta)).sum(axis=-1)
     except np.linalg.LinAlgError:
-        return diagonal(xp.constant(adjugate(xp.value(a))) @ ta).sum(axis=-1)
+        return diagonal(_adjugate(xp, a) @ ta).sum(axis=-1)
 
 
 def det_outputs(sha, shb):
