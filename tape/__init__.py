@@ -36,8 +36,9 @@ def __getattr__(name):
     # tape.distributed without `import tape.distributed`: it imports Dask only when a client is
     # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError.
     # tape.array_api likewise (Tensor.__array_namespace__ loads it): its linalg lists the
-    # numpy.linalg functions registered by then, so it loads after every registration
-    if name in ("distributed", "array_api"):
+    # numpy.linalg functions registered by then, so it loads after every registration;
+    # tape.scipy imports SciPy only when it runs
+    if name in ("distributed", "array_api", "scipy"):
         import importlib
 
         return importlib.import_module(f"tape.{name}")

@@ -17,6 +17,7 @@ import jit
 from jit.table import OPCODE, TABLE
 
 from ._gemm import cached_native_pieces, native_pieces
+from .escapes import ESCAPES, NUMPY, split
 from ._hooks import multi_hook_scope, run_hooks
 from ._threads import run_pieces, run_shares, thread_count
 from .saved_variable import BACKWARD_TWICE
@@ -390,7 +391,7 @@ def summed_operands(t, A, need, live, keep):
     summed = {}
     for c in sorted(t.escapes):
         s = int(A.R[c, 1])
-        if (TABLE[A.code[c]].vjp_a_rows is None or not need[c] & 1 or s in keep
+        if (ESCAPES[TABLE[A.code[c]].name].vjp_a_rows is None or not need[c] & 1 or s in keep
                 or count[s] != 1):
             continue
         name = TABLE[A.code[s]].name
@@ -449,14 +450,17 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
     batched matmul large enough is split along its leading axis (``batch_pieces``), each piece
     the same BLAS calls as in the whole, so the same bits."""
     R = A.R
-    p = TABLE[A.code[slot]]
+    p = ESCAPES[TABLE[A.code[slot]].name]
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
-    sha, shb, shy = t.escapes[slot]
+    sha, shb, shy, params = t.escapes[slot]
     o = GO[slot]
-    g = G[o:o + A.size[slot]].reshape(shy)
+    g = g_block = G[o:o + A.size[slot]].reshape(shy)
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
+    outs = p.outputs(sha, shb, **params)
+    if len(outs) > 1:  # several results packed in one row: the rule takes them apart
+        g, y = split(np, g, outs), split(np, y, outs)
 
     def block(s, shape):
         return G[GO[s]:GO[s] + A.size[s]].reshape(shape)
@@ -479,10 +483,12 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
     def rule(lo=0, hi=None):  # the rule on the batch elements lo..hi-1 (hi None: all)
         adj = tuple(cut(x, lo, hi) for x in adjoints)
         into = tuple(x if fresh & bit else None for x, bit in zip(adj, (1, 2)))
-        args = (cut(g, lo, hi), cut(y, lo, hi), cut(a, lo, hi), cut(b, lo, hi),
-                bool(nd & 1), bool(nd & 2))
+        if hi is None:
+            args = (g, y, a, b, bool(nd & 1), bool(nd & 2))
+        else:  # (pieces: matmul_blas only, one result)
+            args = (g[lo:hi], y[lo:hi], a[lo:hi], cut(b, lo, hi), bool(nd & 1), bool(nd & 2))
         # (with `into`, the rule may write those adjoints' blocks itself, and return them)
-        ga, gb = p.vjp(*args, into) if fresh & 3 else p.vjp(*args)
+        ga, gb = p.vjp(NUMPY, *args, out=into) if fresh & 3 else p.vjp(NUMPY, *args, **params)
         for gs, to, into_s, bit in ((ga, adj[0], into[0], 1), (gb, adj[1], into[1], 2)):
             if nd & bit and gs is not into_s:
                 if fresh & bit:
@@ -514,7 +520,7 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
             rows()
         rule()
     if fresh & 4:
-        g[...] = 0.0
+        g_block[...] = 0.0
 
 
 # a batched matmul is split among threads from this many multiply-adds (W2's: 2.5 million)

@@ -73,30 +73,48 @@ _LIBRARIES = ("numpy", "scipy")
 
 
 def _library_caller():
-    """The NumPy or SciPy function the user called that converted the tensor (the outermost of
-    the library's frames below the user's code), as 'module.qualname'; None for the user's own
-    conversion."""
+    """The NumPy or SciPy functions the user's call went through before one converted the
+    tensor, outermost first, as (module, name); None for the user's own conversion."""
     f = sys._getframe(2)
     while f is not None and f.f_globals.get("__name__", "").split(".")[0] == "tape":
         f = f.f_back
-    outer = None
-    while f is not None and f.f_globals.get("__name__", "").split(".")[0] in _LIBRARIES:
-        outer = f
+    names = []
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if mod.split(".")[0] not in _LIBRARIES:
+            break
+        code = f.f_code
+        name = getattr(code, "co_qualname", code.co_name)
+        inner = f.f_locals.get("f") if code.co_name == "wrapper" else None  # SciPy's batching
+        if callable(inner) and getattr(inner, "__module__", "").startswith("scipy."):
+            mod, name = inner.__module__, inner.__name__
+        names.append((mod, name))
         f = f.f_back
-    if outer is None:
-        return None
-    code = outer.f_code
-    return f"{outer.f_globals['__name__']}.{getattr(code, 'co_qualname', code.co_name)}"
+    return names[::-1] or None
 
 
-def _library_line(caller, kind):
+def _library_line(names, kind):
+    """What converted (the outermost public function) and the tensor version, if tapejit has
+    one: tape.scipy.linalg's or tnp.polynomial.polynomial's."""
     from ._polynomials import COEF_FIRST
 
-    head = (f"{caller} converts its arguments to NumPy arrays, which would lose the gradient "
-            f"of {_CARRIES}.")
-    name = caller.rsplit(".", 1)[-1]
-    if caller.startswith("numpy.polynomial.polynomial.") and name in COEF_FIRST:
-        return f"{head} Call tnp.polynomial.polynomial.{name} (the same function on tensors)."
-    return (f"{head} docs/coverage.md lists the functions that differentiate; a function not "
-            f"there can be written with np.* calls on tensors, or wrapped in a tape.Function "
+    for mod, name in names:
+        if mod.startswith("scipy.linalg") and "." not in name:
+            from .scipy import linalg as tsl
+
+            if name in tsl.__all__:
+                return (f"scipy.linalg.{name} converts its arguments with np.asarray, which would "
+                        f"lose the gradient: call tape.scipy.linalg.{name} (the same "
+                        f"signature), which records.")
+        if mod == "numpy.polynomial.polynomial" and name in COEF_FIRST:
+            return (f"numpy.polynomial.polynomial.{name} converts its arguments to arrays, which "
+                    f"would lose the gradient: call tnp.polynomial.polynomial.{name} (the same "
+                    f"function on tensors), which records.")
+    mod, name = next(((m, n) for m, n in names if not n.split(".")[-1].startswith("_")
+                      and n != "wrapper"), names[0])
+    public = mod.split("._")[0]
+    return (f"{public}.{name} converts its arguments to NumPy arrays, which would lose the "
+            f"gradient of {_CARRIES}. docs/coverage.md lists the functions that differentiate "
+            f"(tape.scipy.linalg and tnp.polynomial.polynomial hold tensor versions of some); "
+            f"any other can be written with np.* calls on tensors, or wrapped in a tape.Function "
             f"(docs/porting.md).")

@@ -76,11 +76,7 @@ BY_NATURE_WHY = {
     "polynomial.polytrim": "drops trailing coefficients by value",
 }
 
-_DECOMPOSITION = "a LAPACK decomposition: needs its own reverse and forward rules"
 NOT_YET_WHY = {
-    **dict.fromkeys(["linalg.cholesky", "linalg.eigh", "linalg.eigvalsh", "linalg.svd",
-                     "linalg.svdvals", "linalg.qr", "linalg.lstsq", "linalg.pinv", "linalg.cond",
-                     "linalg.tensorinv", "linalg.tensorsolve"], _DECOMPOSITION),
     "i0": "a Bessel function: a kernel of its own (with scipy.special's)",
     "roots": "needs eigenvalues of a general matrix",
     "polyfit": "a least-squares solve (linalg.lstsq)",

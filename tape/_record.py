@@ -793,7 +793,7 @@ def matmul(a, b):
         slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
         ya_shape = batch + (M, K) if ba else (M, K)
         yb_shape = batch + (K, N) if bb else (K, N)
-        t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N))
+        t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
         return result(y, t, slot)
     off = t.add_ints((B, M, K, N, ba, bb))
     return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
@@ -814,7 +814,8 @@ def _batch_operand(t, x, shape, batch, B):
 
 
 def escape(name, value, a, b=None, shapes=None):
-    """Record a row whose reverse rule is NumPy code (see the table's escape family)."""
+    """Record a row whose rules are NumPy code (``tape/escapes/``; ``tape.escapes.record``
+    calls this). `shapes`: (a's, b's, the row's, params) as the rules read them."""
     y = check_dtype(value, name)
     if not recording(a, b):
         return plain(y)
@@ -823,5 +824,5 @@ def escape(name, value, a, b=None, shapes=None):
     sb = slot_in(t, b) if b is not None else -1
     slot = t.row(OPCODE[name], sa, sb, y, _size(y))
     t.escapes[slot] = shapes or (_shape(raw(a)), _shape(raw(b)) if b is not None else None,
-                                 _shape(y))
+                                 _shape(y), {})
     return result(y, t, slot)

@@ -55,7 +55,7 @@ class Tape:
         self.fa_len = 0
         self.leaves = {}  # slot -> (leaf tensor, its version when recorded)
         self.links = {}  # slot -> tensor of an older tape that this slot stands for
-        self.escapes = {}  # slot -> shapes (a, b, y) for rows whose reverse rule runs in NumPy
+        self.escapes = {}  # slot -> (a, b, y shapes, params) of rows whose rules run in NumPy
         self.native = {}  # (slot, sweep) -> a split matmul's native pieces (tape._gemm)
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
         self.consts = {}  # nonzero Python-float constant -> its slot

@@ -17,6 +17,7 @@ from jit.table import OPCODE, TABLE
 
 from . import _record
 from ._record import plain
+from .escapes import ESCAPES, TENSORS, split
 from ._tangents import _all_normal, _derivative, _exclusive_products, _fit_value, _shape
 
 COPY = OPCODE["copy"]
@@ -124,7 +125,7 @@ def row_vjp(rd, slot, g, nd, functions=None):
         if nd & 2:
             gb = np.reshape(_record.gather(np.reshape(g, -1), pos) * win, shb)
         return ga, gb
-    if fam == "matmul" or p.name == "matmul_blas":
+    if fam == "matmul":
         return _matmul_vjp(g, rd.tensor(a), rd.tensor(b), nd)
     if fam == "escape":
         return _escape_vjp(rd, slot, p.name, a, b, g, nd, functions)
@@ -181,36 +182,19 @@ def _matmul_vjp(g, a, b, nd):
 
 
 def _escape_vjp(rd, slot, name, a, b, g, nd, functions):
-    from . import linalg
-
+    """An escape's reverse rule (tape/escapes/) run on tensors, so that it records."""
     if name in ("function", "function_out"):
         return functions(slot, g) if functions is not None else (None, None)
     t = rd.t
-    sha, shb, shy = t.escapes[slot]
+    esc = ESCAPES[name]
+    sha, shb, shy, params = t.escapes[slot]
+    outs = esc.outputs(sha, shb, **params)
     A = np.reshape(rd.tensor(a), sha)
-    y = np.reshape(rd.tensor(slot), shy)
-    gy = np.reshape(g, shy)
-    if name == "inv":
-        yt = np.swapaxes(y, -1, -2)
-        return np.reshape(-(yt @ gy @ yt), _shape(t.value(a))), None
-    if name in ("det", "logabsdet"):
-        try:
-            inv_t = np.swapaxes(linalg.inv(A), -1, -2)
-        except np.linalg.LinAlgError:
-            if name == "logabsdet":
-                raise
-            from jit.table import _adjugate
-
-            adj_t = plain(np.swapaxes(_adjugate(A._v), -1, -2))
-            return np.reshape(np.expand_dims(np.expand_dims(gy, -1), -1) * adj_t,
-                              _shape(t.value(a))), None
-        w = gy * y if name == "det" else gy
-        return np.reshape(np.expand_dims(np.expand_dims(w, -1), -1) * inv_t,
-                          _shape(t.value(a))), None
-    if name == "solve":
-        gbm = linalg.solve(np.swapaxes(A, -1, -2), gy)
-        ga = np.reshape(-(gbm @ np.swapaxes(y, -1, -2)), _shape(t.value(a))) if nd & 1 else None
-        gb = np.reshape(_sum_to(gbm, shb), _shape(t.value(b))) if nd & 2 else None
-        return ga, gb
-    raise NotImplementedError(f"no differentiable reverse rule for op '{name}'")
-
+    B = np.reshape(rd.tensor(b), shb) if b >= 0 else None
+    y = split(TENSORS, np.reshape(rd.tensor(slot), shy), outs)
+    gy = split(TENSORS, np.reshape(g, shy), outs)
+    ga, gb = esc.vjp(TENSORS, gy, y, A, B, bool(nd & 1), bool(nd & 2), **params)
+    ga = _sum_to(ga, sha) if nd & 1 else None  # (a broadcast operand: matmul_blas's rule sums)
+    gb = _sum_to(gb, shb) if nd & 2 else None
+    return (np.reshape(ga, _shape(t.value(a))) if ga is not None else None,
+            np.reshape(gb, _shape(t.value(b))) if gb is not None else None)
