@@ -18,6 +18,7 @@ from jit.table import OPCODE, TABLE
 
 from ._gemm import cached_native_pieces, native_pieces
 from ._hooks import multi_hook_scope, run_hooks
+from ._tape import horizon
 from ._threads import run_pieces, run_shares, thread_count
 from .saved_variable import BACKWARD_TWICE
 
@@ -46,6 +47,7 @@ def _run(roots, seeds, inputs, retain_graph):
         for i, x in enumerate(inputs):
             want.setdefault(id(x), []).append(i)
     out = None if inputs is None else [None] * len(inputs)
+    oldest = horizon(inputs)
     pending = {}  # tape id -> (tape, [(slot, seed)])
     leaf_grads = {}  # id(leaf) -> [leaf, gradient summed over tapes]
 
@@ -73,7 +75,7 @@ def _run(roots, seeds, inputs, retain_graph):
         tid = -heapq.heappop(heap)
         t, tape_seeds = pending.pop(tid)
         for link_tape, slot, g in _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf,
-                                              retain_graph):
+                                              retain_graph, oldest):
             if link_tape.id not in pending:
                 pending[link_tape.id] = (link_tape, [])
                 heapq.heappush(heap, -link_tape.id)
@@ -100,11 +102,11 @@ def _deliver_leaves(leaf_grads, want, out):
                 out[i] = g if out[i] is None else out[i] + g
 
 
-def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
+def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, oldest=None):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     A = t.build()
-    root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs)
+    root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
     swept = (need != 0) | (root != 0)
     summed = None
     if t.escapes and not t.functions and not t.packed:  # (packed: values behind user hooks)
@@ -343,18 +345,20 @@ def free_rows(t, A, rows):
             A.VA[s] = 0  # never read again: every row that reads it is swept
 
 
-def plan_need(t, A, root_slots, want, inputs):
+def plan_need(t, A, root_slots, want, inputs, oldest=None):
     """The need pass of one tape for a backward from `root_slots` to the leaves in `want`
-    (all leaves when None) and the non-leaf `inputs` on it; links are sources conservatively
-    (the older tape decides exactly). Checks freed rows and leaf versions.
+    (all leaves when None) and the non-leaf `inputs` on it; links to tapes from `oldest` on
+    (``_tape.horizon``; None: every link) are sources conservatively (the older tape decides
+    exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
     Returns (root, live, need)."""
     n = len(A.R)
     src = np.zeros(n, np.uint8)
     for slot, (leaf, _) in t.leaves.items():
         if want is None or id(leaf) in want:
             src[slot] = 1
-    for slot in t.links:
-        src[slot] = 1
+    for slot, x in t.links.items():
+        if oldest is None or x._tape.id >= oldest:
+            src[slot] = 1
     if want is not None:
         for x in inputs:
             if x._tape is t and x._meta is None:

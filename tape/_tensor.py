@@ -10,7 +10,7 @@ from ._conversions import conversion_error
 from ._hooks import RemovableHandle, SlotHooks
 from ._record import binary, is_operand, plain, slot_in, unary
 from ._state import state
-from ._tape import MAX_ROWS, current_tape
+from ._tape import MAX_ROWS, current_tape, newest_tape_id
 
 _new = object.__new__
 
@@ -18,11 +18,14 @@ _new = object.__new__
 class _LeafMeta:
     """What only leaves carry: the accumulated gradient and the buffer's version counter."""
 
-    __slots__ = ("grad", "version", "hooks", "post_hooks")
+    __slots__ = ("grad", "version", "hooks", "post_hooks", "born")
 
     def __init__(self):
         self.grad = None
         self.version = 0
+        # the oldest tape that may import it, were it used at once (``_tape.horizon``)
+        t = state.tape
+        self.born = t.id if t is not None and not t.sealed else newest_tape_id()
         self.hooks = {}  # handle id -> fn(grad) -> replacement or None
         self.post_hooks = {}  # handle id -> fn(tensor), after .grad is updated
 

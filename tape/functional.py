@@ -10,6 +10,7 @@ from jit.table import OPCODE
 from . import autograd
 from ._record import unary
 from ._state import state
+from ._tape import newest_tape_id
 from ._tensor import Tensor, _LeafMeta
 from .forward_ad import exit_levels_from
 
@@ -22,6 +23,7 @@ class _FreshTape:
 
     def __enter__(self):
         self.prev = state.tape, state.grad
+        self.newest = newest_tape_id()
         self.depth = len(state.levels)
         self.shared = state.guards is not None and state.transforms > 0
         if not self.shared:
@@ -40,9 +42,10 @@ class _FreshTape:
         if recorded:
             state.tape.seal()
         state.tape, state.grad = self.prev
-        if recorded:
+        if recorded or newest_tape_id() != self.newest:
             # later ops of the caller go to a new tape: a link always points to an older
             # tape (the backward visits tapes newest first), and the caller's tape is older
+            # than any the call made (even when its own tape was left by a nested one's exit)
             state.tape = None
         return False
 
