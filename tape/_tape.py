@@ -53,10 +53,15 @@ def horizon(inputs):
     a link to a tape older than every input leads to history that cannot reach any of them: a
     backward for these inputs (or a tangent of sources on those tapes) stops there instead of
     walking every earlier step of a loop."""
-    if inputs is None or _disordered[0]:
+    if inputs is None:
         return None
-    return min((x._meta.born if x._meta is not None else x._tape.id for x in inputs),
-               default=None)
+    return horizon_of(min((x._meta.born if x._meta is not None else x._tape.id for x in inputs),
+                          default=None))
+
+
+def horizon_of(oldest):
+    """`oldest` (a tape id, or None), or None once tape ids bound nothing (``note_disorder``)."""
+    return None if _disordered[0] else oldest
 
 
 class Tape:
