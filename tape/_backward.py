@@ -26,7 +26,8 @@ from .saved_variable import BACKWARD_TWICE
 # recording is harmless when only these rows consume it.
 _VALUE_FREE = {OPCODE[n] for n in ("add", "subtract", "neg", "copy", "sum", "cumsum", "gather",
                                    "scatter", "where", "function", "function_out")}
-_VALUE_FREE_CODES = np.array(sorted(_VALUE_FREE), dtype=np.int64)
+_READS_VALUE = np.ones(256, bool)  # by opcode (a lookup: np.isin sorts, ~30x slower on a row)
+_READS_VALUE[sorted(_VALUE_FREE)] = False
 _ESCAPE_CODES = frozenset(i for i, p in enumerate(TABLE) if p.family == "escape")
 
 
@@ -107,7 +108,7 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
         raise RuntimeError(BACKWARD_TWICE)
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
-    swept = (need != 0) | (root != 0)
+    swept = need | root
     summed = None
     if t.escapes and not t.functions and not t.packed:  # (packed: values behind user hooks)
         keep = {slot for slot, _ in tape_seeds}.union(t.hooks or ())
@@ -146,7 +147,7 @@ def last_readers(A, need):
     the value-reading rows read their operands' values and their own."""
     R = A.R
     rows = np.flatnonzero(need)
-    rows = rows[~np.isin(A.code[rows], _VALUE_FREE_CODES)]  # these read no value
+    rows = rows[_READS_VALUE[A.code[rows]]]  # (the others read no value)
     last = np.full(len(R), -1, np.int64)
     for col in (1, 2):
         ops = R[rows, col]
@@ -217,12 +218,16 @@ class _Unpacker:
 def arena(A, mask, extra=0):
     """Offsets GO and a zeroed adjoint arena G for the slots in `mask`: 0-d slots at G[slot],
     array slots packed after them, then `extra` more cells."""
-    n = len(A.sv)
-    GO = np.arange(n, dtype=np.int64)
-    arr = np.flatnonzero(A.is_array & (mask != 0))
-    sizes = A.size[arr]
-    GO[arr] = n + np.cumsum(sizes) - sizes
-    return GO, np.zeros(n + int(sizes.sum()) + extra)
+    GO = np.empty(len(A.sv), np.int64)
+    end = jit.arena_offsets(A.is_array, A.size, _bytes(mask), GO)
+    return GO, np.zeros(end + extra)
+
+
+def _bytes(mask):
+    """A mask as the uint8 array the jitted passes take (a view of a bool mask)."""
+    if mask.dtype == np.uint8:
+        return mask
+    return mask.view(np.uint8) if mask.dtype == np.bool_ else (mask != 0).view(np.uint8)
 
 
 def segment_bounds(n, cuts, dropped):
@@ -316,8 +321,7 @@ def free_rows(t, A, rows):
     """After a backward without retain_graph: mark `rows` (a mask) swept, release the Function
     calls and packed values no unswept row needs, and the whole tape once every row is swept."""
     n = len(A.sv)
-    t.freed |= rows
-    if t.freed[A.R[:, 1] >= 0].all():
+    if jit.mark_swept(t.freed, _bytes(rows), A.R):
         t.release()
         return
     if t.functions:
@@ -327,7 +331,7 @@ def free_rows(t, A, rows):
     # values that no unswept row reads: packed ones (save_on_disk: their files) and arrays
     R = A.R
     unfreed = np.flatnonzero(t.freed == 0)
-    unfreed = unfreed[~np.isin(A.code[unfreed], _VALUE_FREE_CODES)]  # these read no value
+    unfreed = unfreed[_READS_VALUE[A.code[unfreed]]]  # (the others read no value)
     read = np.zeros(n, bool)
     for col in (1, 2):
         ops = R[unfreed, col]
@@ -352,7 +356,7 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
     exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
     Returns (root, live, need)."""
     n = len(A.R)
-    src = np.zeros(n, np.uint8)
+    src, root, live, need = np.zeros((4, n), np.uint8)
     for slot, (leaf, _) in t.leaves.items():
         if want is None or id(leaf) in want:
             src[slot] = 1
@@ -363,12 +367,9 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
         for x in inputs:
             if x._tape is t and x._meta is None:
                 src[x._slot] = 1
-    root = np.zeros(n, np.uint8)
     root[list(root_slots)] = 1
-    live = np.zeros(n, np.uint8)
-    need = np.zeros(n, np.uint8)
     jit.need_pass(A.R, src, root, live, need)
-    if t.freed is not None and (t.freed & (need != 0)).any():
+    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
         raise RuntimeError(BACKWARD_TWICE)
     _check_versions(t, A, live, need)
     return root, live, need

@@ -19,6 +19,7 @@ import numpy as np
 
 from jit.table import OPCODE, TABLE
 
+from ._arrays import build_arrays
 from ._state import state
 from .saved_variable import SavedVariable
 
@@ -197,8 +198,6 @@ class Tape:
         """The tape as arrays (built once; the tape is read-only from here on)."""
         if self.built is None:
             self.seal()
-            from ._arrays import build_arrays
-
             self.built = build_arrays(self)
             self.freed = np.zeros(len(self.built.sv), np.uint8)
             self.rows = self.sv = self.side = self.ia = self.fa = None  # the arrays hold it all
