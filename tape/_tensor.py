@@ -15,6 +15,11 @@ from ._tape import MAX_ROWS, current_tape, newest_tape_id
 _new = object.__new__
 
 
+# tape._numpy_impl (it needs this module, this module its dispatch): bound by its import, so
+# that a NumPy call on a tensor does not run an import statement
+_impl = None
+
+
 class _LeafMeta:
     """What only leaves carry: the accumulated gradient and the buffer's version counter."""
 
@@ -437,14 +442,10 @@ class Tensor:
                 a, b = inputs
                 if type(a) in _FAST_OPERANDS and type(b) in _FAST_OPERANDS:
                     return binary(code, a, b)
-        from ._numpy_impl import array_ufunc
-
-        return array_ufunc(ufunc, method, inputs, kwargs)
+        return _impl.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from ._numpy_impl import array_function
-
-        return array_function(func, types, args, kwargs)
+        return _impl.array_function(func, types, args, kwargs)
 
     # -- hooks (Python between jitted segments of the sweep) ------------------------------------
     def _slot_hooks(self, create=True):
