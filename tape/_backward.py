@@ -263,6 +263,10 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     segment, highest first), each of those runs' blocks (the same bits: each element's
     adjoint gets the same terms in the same order). `backward_state`: the BackwardState that
     ``state.hook`` points look their members up in instead of their own (``run_hooks``)."""
+    if not (t.escapes or hooked or hubs or t.packed or runs is not None):
+        # nothing for Python between rows: one jitted sweep (most small tapes)
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, len(A.sv))
+        return
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
     T = thread_count(threads) if runs is not None and threads != 1 else 1
