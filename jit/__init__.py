@@ -30,7 +30,7 @@ VALUES = 128
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
                 "reverse_run_pass", "sweep", "elementwise")
 # the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)
-PLANS = ("build_tape", "arena_offsets", "mark_swept")
+PLANS = ("build_tape", "arena_offsets", "mark_swept", "unread_values")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 

@@ -83,3 +83,33 @@ def mark_swept(freed, rows, R):
         elif not freed[i] and R[i, 1] >= 0:
             done = False
     return done
+
+
+SIG_UNREAD_VALUES = ("int64(uint8[::1], int64[:, ::1], boolean[::1], boolean[::1], int64[::1], "
+                     "boolean[::1], int64[::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def unread_values(freed, R, reads_value, is_array, VA, read, out):
+    """After a partial backward: read[s] for the slots a row not yet swept reads (its operands
+    when its opcode's rule reads values, and its own value); the array slots no such row reads
+    and whose address is still set go to `out`, their address zeroed (the caller drops the
+    arrays). Returns how many."""
+    n = freed.shape[0]
+    for i in range(n):
+        if freed[i] or not reads_value[R[i, 0] & 255]:
+            continue
+        a = R[i, 1]
+        b = R[i, 2]
+        if a >= 0:
+            read[a] = True
+            read[i] = True
+        if b >= 0:
+            read[b] = True
+    count = 0
+    for s in range(n):
+        if is_array[s] and not read[s] and VA[s] != 0:
+            VA[s] = 0
+            out[count] = s
+            count += 1
+    return count

@@ -333,24 +333,16 @@ def free_rows(t, A, rows):
             if all(t.freed[r] for r, _ in node.chain):
                 node.release()  # a Function's saved values go with its rows
     # values that no unswept row reads: packed ones (save_on_disk: their files) and arrays
-    R = A.R
-    unfreed = np.flatnonzero(t.freed == 0)
-    unfreed = unfreed[_READS_VALUE[A.code[unfreed]]]  # (the others read no value)
     read = np.zeros(n, bool)
-    for col in (1, 2):
-        ops = R[unfreed, col]
-        read[ops[ops >= 0]] = True
-    read[unfreed[R[unfreed, 1] >= 0]] = True  # an op row may read its own value
+    dropped = np.empty(n, np.int64)
+    for s in dropped[:jit.unread_values(t.freed, A.R, _READS_VALUE, A.is_array, A.VA, read,
+                                        dropped)].tolist():
+        t.av[t.side_of[s]] = None  # never read again: every row that reads it is swept
     if t.packed:
         for s in A.packed_slot[~read[A.packed_slot]]:
             k = t.side_of[int(s)]
             if k in t.packed:
                 t.packed.pop(k).release()
-    for s in np.flatnonzero(A.is_array & ~read):
-        k = t.side_of[int(s)]
-        if t.av[k] is not None:
-            t.av[k] = None
-            A.VA[s] = 0  # never read again: every row that reads it is swept
 
 
 def plan_need(t, A, root_slots, want, inputs, oldest=None):

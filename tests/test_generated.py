@@ -39,6 +39,10 @@ def test_each_entry_point_has_exactly_one_signature(tmp_path):
     tape.compile(lambda m: np.sum(np.exp(m @ m)), m)(m)
     # reverse_run_pass: the reverse of a tape with an escape, split among threads
     tape.compile(lambda m: np.sum(np.exp(m @ m)), m, threads=2).grad(m)
+    # unread_values: a backward that leaves rows of its tape unswept
+    y = np.sin(tape.tensor(np.ones(3), requires_grad=True))
+    first, other = np.sum(y * 2.0), np.sum(y * 3.0)  # noqa: F841 (other's rows stay unswept)
+    first.backward()
     # data_pointers: a loaded recording's value addresses
     cf = tape.compile(lambda x: np.sum(np.sin(x)), np.ones(3))
     cf.grad(np.ones(3))
