@@ -363,7 +363,8 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
         for x in inputs:
             if x._tape is t and x._meta is None:
                 src[x._slot] = 1
-    root[list(root_slots)] = 1
+    for slot in root_slots:
+        root[slot] = 1
     jit.need_pass(A.R, src, root, live, need)
     if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
         raise RuntimeError(BACKWARD_TWICE)
@@ -425,7 +426,7 @@ def _aligned(shape, n):
 
 def _check_versions(t, A, live, need):
     for slot, (leaf, version) in t.leaves.items():
-        if not live[slot] or leaf._meta is None or leaf._meta.version == version:
+        if leaf._meta is None or leaf._meta.version == version or not live[slot]:
             continue
         R = A.R
         users = np.flatnonzero(((R[:, 1] == slot) & ((need & 1) != 0))

@@ -54,10 +54,14 @@ def horizon(inputs):
     a link to a tape older than every input leads to history that cannot reach any of them: a
     backward for these inputs (or a tangent of sources on those tapes) stops there instead of
     walking every earlier step of a loop."""
-    if inputs is None:
+    if inputs is None or _disordered[0]:
         return None
-    return horizon_of(min((x._meta.born if x._meta is not None else x._tape.id for x in inputs),
-                          default=None))
+    oldest = None
+    for x in inputs:
+        u = x._meta.born if x._meta is not None else x._tape.id
+        if oldest is None or u < oldest:
+            oldest = u
+    return oldest
 
 
 def horizon_of(oldest):
