@@ -29,10 +29,12 @@ VALUES = 128
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
                 "reverse_run_pass", "sweep", "elementwise")
+# the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)
+PLANS = ("build_tape", "arena_offsets", "mark_swept", "unread_values")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 
-__all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep",
+__all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
            *SWEEPS, *ENTRY_POINTS]
 
 
@@ -46,6 +48,8 @@ def __getattr__(name):
         load(module, "sweep")
     elif name == "tangent_sweep":  # forward mode, rendered into its own module
         from . import _tangent as module
+    elif name in PLANS:
+        from . import _plan as module
     else:
         raise AttributeError(f"module 'jit' has no attribute {name!r}")
     value = globals()[name] = load(module, name)  # (later lookups skip this function: a
@@ -60,11 +64,12 @@ def warmup(verbose: bool = False) -> float:
     """
     import time
 
-    from . import _interp, _spin, _tangent
+    from . import _interp, _plan, _spin, _tangent
     from ._cache import load
 
     t0 = time.perf_counter()
     for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
+                         + [(_plan, n) for n in PLANS]
                          + [(_spin, "spin_wait"), (_spin, "serve"),
                             (_spin, "gemm_batch")]):
         t = time.perf_counter()

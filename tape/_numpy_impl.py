@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 
 import numpy as np
 
 from jit.table import OPCODE
 
-from . import _guards
+from . import _guards, _tensor
 from . import _record as rec
 from ._record import binary, constant, gather, normalize_axes, plain, raw, unary
 from ._tensor import Tensor
@@ -711,3 +712,6 @@ def _transpose_method(self, *axes):
 Tensor.reshape = _reshape_method
 Tensor.transpose = _transpose_method
 Tensor.flatten = _method(ravel)
+
+
+_tensor._impl = sys.modules[__name__]

@@ -17,7 +17,7 @@ from jit.table import HELPERS, OPCODE, OWN_VALUE, TABLE
 from ._arrays import _FIELD
 from ._conversions import conversion_error
 from ._state import state
-from ._tape import LEAF, LINK, MAX_ROWS, Tape, current_tape
+from ._tape import LEAF, LINK, MAX_ROWS, Tape, current_tape, note_disorder
 
 Tensor = None  # bound by _tensor.py (the class needs this module and this module the class)
 
@@ -168,6 +168,8 @@ def _import(t: Tape, x) -> int:
             slot = t.index_cache[key] = t.row(LEAF, -1, -1, float(v) if v.ndim == 0 else v,
                                               v.size)
             t.leaves[slot] = (x, x._meta.version)
+            if x._meta.born > t.id:
+                note_disorder()
         return slot
     key = ("link", x._tape.id, x._slot)  # the source row, not the (rebindable) tensor object
     slot = t.index_cache.get(key)
@@ -176,6 +178,8 @@ def _import(t: Tape, x) -> int:
         slot = t.row(LINK, -1, -1, v, 1 if type(v) is float else v.size)
         t.links[slot] = x
         t.index_cache[key] = slot
+        if x._tape.id > t.id:
+            note_disorder()
     return slot
 
 

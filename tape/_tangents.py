@@ -26,6 +26,7 @@ from ._tensor import Tensor
 _NAMES = {p.name: c for c, p in enumerate(TABLE)}
 COPY, GATHER, SCATTER, WHERE = (OPCODE[n] for n in ("copy", "gather", "scatter", "where"))
 FUNCTION, FUNCTION_OUT = OPCODE["function"], OPCODE["function_out"]
+CONST = OPCODE["const"]
 
 
 # -- the table's derivative formulas, on tensors ----------------------------------------------
@@ -196,8 +197,12 @@ class TapeReader:
         return len(self.t)
 
     def tensor(self, slot):
-        """The row's result as a tensor with history (so rules that use it are recorded)."""
-        return result(self.t.value(slot), self.t, slot)
+        """The row's result as a tensor with history (so rules that use it are recorded); a
+        constant's as a plain tensor (it has no history: rules' ops on it record no rows)."""
+        t = self.t
+        if (t.rows[3 * slot] if t.built is None else t.built.R[slot, 0]) == CONST:
+            return plain(t.value(slot))
+        return result(t.value(slot), t, slot)
 
 
 # -- the rules ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from .escapes import ESCAPES, TENSORS, split
 from ._tangents import _all_normal, _derivative, _exclusive_products, _fit_value, _shape
 
 COPY = OPCODE["copy"]
+POWER = OPCODE["power"]
 
 
 def _sum_to(g, shape, one=False):
@@ -60,8 +61,12 @@ def row_vjp(rd, slot, g, nd, functions=None):
             if not nd & (k + 1):
                 continue
             d = _derivative(op, k)
+            c = _constant_exponent(rd, op, k, b)
             if type(d) is float:
                 term = g if d == 1.0 else (-g if d == -1.0 else g * d)
+            elif c is not None:  # b a^(b-1) for a constant b: x ** 2's 2 a in one row
+                at = _fit_value(rd.tensor(a), flags & 1)
+                term = g * (c * (at if c == 2.0 else at ** (c - 1.0)))
             else:
                 term = g * d(_fit_value(rd.tensor(a), flags & 1),
                              _fit_value(rd.tensor(b), flags & 2), y)
@@ -77,6 +82,8 @@ def row_vjp(rd, slot, g, nd, functions=None):
         return ga, gb
     if fam == "reduce":
         P, R, Q = (int(v) for v in rd.ints(iat, 3))
+        if p.name == "sum" and P * Q == 1:  # a full sum: its adjoint read by every element
+            return _record.gather(g, _zeros_index(sha), ("sum adjoint", sha)), None
         gq = np.broadcast_to(np.reshape(g, (P, 1, Q)), (P, R, Q))
         if p.name == "prod":
             gq = gq * _exclusive_products(np.reshape(rd.tensor(a), (P, R, Q)))
@@ -130,6 +137,30 @@ def row_vjp(rd, slot, g, nd, functions=None):
     if fam == "escape":
         return _escape_vjp(rd, slot, p.name, a, b, g, nd, functions)
     raise NotImplementedError(f"no differentiable reverse rule for op '{p.name}'")
+
+
+def _constant_exponent(rd, op, k, b):
+    """The exponent c of a power row's a-partial when it is a constant float other than 0 and
+    of magnitude at most 2^53: there the partial is c a^(c-1) as such (``_pow_da``'s other
+    branches are for the rest), and a^1 is a exactly. None otherwise."""
+    if op != POWER or k != 0:
+        return None
+    bt = rd.tensor(b)
+    c = bt._v
+    if bt._rg or type(c) is not float or c == 0.0 or not abs(c) <= 2.0 ** 53:
+        return None
+    return c
+
+
+_ZEROS = {}  # shape -> read-only int64 zeros: the gather that reads one element everywhere
+
+
+def _zeros_index(shape):
+    idx = _ZEROS.get(shape)
+    if idx is None:
+        idx = _ZEROS[shape] = np.zeros(shape, np.int64)
+        idx.flags.writeable = False
+    return idx
 
 
 def _scatter_add(g, idx, shape):

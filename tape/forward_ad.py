@@ -37,7 +37,7 @@ from jit.table import OPCODE
 from . import _record
 from ._state import state
 from ._tangents import TapeReader, row_tangent
-from ._tape import current_tape, newest_tape_id
+from ._tape import current_tape, horizon_of, newest_tape_id
 from ._tensor import Tensor
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
@@ -71,6 +71,8 @@ class _Level:
         self.owned_tapes = set()  # tapes recorded by this level's rules only
         self.fn_out = {}  # (tape id, slot) -> tangent of a Function output (from its jvp)
         self.leaf_sources = {}  # id(leaf) -> tangent, for leaves recorded as they are
+        self.oldest = None  # the oldest tape of a make_dual source (``_tape.horizon``)
+        self.first = {}  # tape id -> its first make_dual source row
 
     def is_own(self, t, i):
         # (owned_tapes holds the ids of every tape made while this level's rules ran, another
@@ -189,6 +191,11 @@ def make_dual(tensor, tangent, *, level=None):
         value = _record.check_dtype(np.array(pv, dtype=np.float64), "make_dual")
         y = _record.result(value, t, t.const(value))  # recorded, so ops on it are too
     lv.sources[(y._tape.id, y._slot)] = tangent
+    tid = y._tape.id
+    if lv.oldest is None or tid < lv.oldest:
+        lv.oldest = tid
+    if y._slot < lv.first.get(tid, y._slot + 1):
+        lv.first[tid] = y._slot
     return y
 
 
@@ -210,20 +217,18 @@ def unpack_dual(tensor, *, level=None):
 
 
 def _forward_only(lv, *tensors):
-    """True when the histories of `tensors` reach no tensor that requires grad (a leaf) and no
-    dual input of another level: they are recorded only so that `lv` can work out tangents."""
+    """True when the tapes of `tensors` hold no tensor that requires grad (a leaf), no link to
+    another tape and no dual input of another level: they are recorded only so that `lv` can
+    work out tangents. (A link could lead to any history: its tensor keeps its history, so that
+    this check stays O(1) in what came before.)"""
     others = [o for o in state.levels if o is not lv]
-    seen = set()
-    stack = [x._tape for x in tensors if type(x) is Tensor and x._rg and x._tape is not None]
-    while stack:
-        t = stack.pop()
-        if t.id in seen:
+    for x in tensors:
+        if type(x) is not Tensor or not x._rg or x._tape is None:
             continue
-        seen.add(t.id)
-        if t.leaves or t.functions or any(
+        t = x._tape
+        if t.leaves or t.links or t.functions or any(
                 o.leaf_sources or any(k[0] == t.id for k in o.sources) for o in others):
             return False
-        stack.extend(x._tape for x in t.links.values() if x._tape is not None)
     return True
 
 
@@ -246,8 +251,15 @@ def _scan(lv, t, upto):
     cur = state.tape if state.tape is not None and not state.tape.sealed else None
     cur_id, cur_len, newest = (cur.id if cur else None), (len(cur) if cur else 0), \
         newest_tape_id()
+    # (leaf sources are leaves of any age: links are then followed all the way)
+    oldest = None if lv.leaf_sources else horizon_of(lv.oldest)
+    start = lv.scanned.get(tid)
+    if start is None:
+        # the sources' oldest tape: rows before its first source read none of them (a loop
+        # that records on one tape scans only what it records from there on, not its history)
+        start = lv.first.get(tid, 0) if oldest == tid else 0
     try:
-        for i in range(lv.scanned.get(tid, 0), upto + 1):
+        for i in range(start, upto + 1):
             if lv.is_own(t, i):
                 continue
             src = lv.sources.get((tid, i))
@@ -265,6 +277,8 @@ def _scan(lv, t, upto):
                 continue
             if op == LINK:
                 x = t.links[i]
+                if oldest is not None and x._tape.id < oldest:
+                    continue  # history older than every source: no tangent at this level
                 g = _tangent(lv, x._tape, x._slot)
             else:
                 ta = lv.tangents.get((tid, a)) if a >= 0 else None
