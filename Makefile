@@ -3,7 +3,6 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
 .PHONY: demo test fuzz-load bench bench-full bench-smoke bench-torch bench-jax bench-history bench-compare \
 	compare warmup generate clean

@@ -1,6 +1,6 @@
 """tapejit eager gradient vs PyTorch eager vs NumPy primal vs hand-written, side by side in one run.
 
-    OPENBLAS_NUM_THREADS=1 NUMBA_CACHE_DIR=.numba_cache \\
+    OPENBLAS_NUM_THREADS=1 \\
         .venv/bin/python asv_bench/compare.py --torch-python /tmp/torchenv/bin/python
 
 (or ``make compare``). Each round times, per workload, the tapejit gradient, the NumPy primal and

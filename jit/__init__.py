@@ -29,45 +29,51 @@ VALUES = 128
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
                 "reverse_run_pass", "sweep", "elementwise")
+# the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)
+PLANS = ("build_tape", "arena_offsets", "mark_swept", "unread_values")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 
-__all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep",
+__all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
            *SWEEPS, *ENTRY_POINTS]
 
 
 def __getattr__(name):
-    if name in ENTRY_POINTS or name in SWEEPS:
+    from ._cache import load
+
+    if name in ENTRY_POINTS:
         from . import _interp as module
+    elif name in SWEEPS:
+        from . import _interp as module
+        load(module, "sweep")
     elif name == "tangent_sweep":  # forward mode, rendered into its own module
         from . import _tangent as module
+    elif name in PLANS:
+        from . import _plan as module
     else:
         raise AttributeError(f"module 'jit' has no attribute {name!r}")
-    value = globals()[name] = getattr(module, name)  # (later lookups skip this function: a
+    value = globals()[name] = load(module, name)  # (later lookups skip this function: a
     return value  # compiled call makes several, ~3 us each)
 
 
 def warmup(verbose: bool = False) -> float:
-    """Compile every entry point for its one signature (or load it from Numba's cache).
+    """Compile every entry point for its one signature (or load it from the cache,
+    ``jit._cache.cache_dir()``).
 
     Returns the seconds it took. ``python -m jit.warmup`` runs this once after install.
     """
     import time
 
-    from numba.core.sigutils import normalize_signature
-
-    from . import _interp, _spin, _tangent
+    from . import _interp, _plan, _spin, _tangent
+    from ._cache import load
 
     t0 = time.perf_counter()
     for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
+                         + [(_plan, n) for n in PLANS]
                          + [(_spin, "spin_wait"), (_spin, "serve"),
                             (_spin, "gemm_batch")]):
-        fn = getattr(module, name)
-        args, _ = normalize_signature(getattr(module, "SIG_" + name.upper()))
         t = time.perf_counter()
-        # compile for the argument-type tuple a real call looks up (a signature string would be
-        # cached under a key that calls never hit, and the first gradient would compile again)
-        fn.compile(tuple(args))
+        load(module, name, notice=False)  # (asked for: no notice)
         if verbose:
             print(f"{name:16s} {time.perf_counter() - t:7.2f} s")
     return time.perf_counter() - t0

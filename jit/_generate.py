@@ -56,8 +56,10 @@ from llvmlite import ir
 from math import acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, exp, exp2, expm1
 from math import frexp, hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
 from numpy import cbrt  # (math.cbrt is Python 3.11+ and unknown to Numba; np.cbrt is libm's)
-from numba import config, njit, types
+from numba import config, types
 from numba.extending import intrinsic
+
+from ._cache import njit  # cache=True: tapejit's cache directory (jit/_cache.py)
 
 TABLE_HASH = "{hash}"
 LN2 = 0.6931471805599453

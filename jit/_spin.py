@@ -15,8 +15,10 @@ the worker never takes the GIL for it, where a Python piece waits ~40-60 us for 
 import platform
 
 from llvmlite import ir
-from numba import config, njit, types
+from numba import config, types
 from numba.extending import intrinsic
+
+from ._cache import njit  # cache=True: tapejit's cache directory (jit/_cache.py)
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 

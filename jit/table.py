@@ -8,8 +8,9 @@ A row names the primitive, its family and the facts its family needs:
   reverse bodies live in ``_generate.py`` under the row's name.
 - ``gather`` / ``scatter`` / ``select``: linear index maps (every indexing and shape op is one).
 - ``matmul``: batched (B, M, K) @ (B, K, N), small sizes inside the sweep.
-- ``escape``: the reverse rule needs LAPACK/BLAS, so it is NumPy code run between jitted segments
-  (``vjp`` is that rule: arrays in, arrays out).
+- ``escape``: the rules need LAPACK/BLAS, so they are NumPy code run between jitted segments;
+  each is defined once in ``tape/escapes/`` (value, reverse and forward rules, shapes), looked
+  up there by the row's name.
 - ``input``: rows that only hold a value (constants, leaves, links to an older tape).
 
 The opcode of a row is its index in ``TABLE``. ``_generate.py`` renders ``_interp.py`` from this
@@ -37,13 +38,7 @@ class Prim:
     ufunc: object = None  # eager NumPy callable (ufunc for elementwise rows)
     f: str = ""  # scalar forward formula (elementwise rows)
     d: tuple = ()  # partial derivatives, one per operand (elementwise rows)
-    vjp: object = None  # escape rows: NumPy reverse rule
-    jvp: object = None  # escape rows: NumPy forward rule, batched over k tangent directions
     vf: str = ""  # array loops' forward formula, when not f: a vectorizable kernel (jit/_vmath.py)
-    vjp_into: bool = False  # escape rows: vjp also takes out=(a's block, b's block) to write into
-    # escape rows: rule(g, b, shape) -> a's adjoint summed over its rows (axis -2) and down to
-    # `shape`, without forming it (a compiled tape's plan, when a's adjoint is only ever summed)
-    vjp_a_rows: object = None
 
 
 def _u(name, ufunc, f, d, vf=""):
@@ -52,119 +47,6 @@ def _u(name, ufunc, f, d, vf=""):
 
 def _b(name, ufunc, f, da, db):
     return Prim(name, "binary", ufunc, f, (da, db))
-
-
-# ---------------------------------------------------------------------------------------------
-# Escape rules (NumPy, run by the backward driver between jitted segments).
-# Signature: rule(g, y, a, b, need_a, need_b) -> (ga, gb); arrays carry their recorded shapes.
-# A rule with vjp_into also takes out=(array or None, array or None) and may return those.
-
-
-def _unbroadcast_batch(grad, shape):
-    """Sum a batched gradient down to an operand's (possibly batch-broadcast) shape."""
-    while grad.ndim > len(shape):
-        grad = grad.sum(axis=0)
-    axes = tuple(i for i, s in enumerate(shape) if s == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=axes, keepdims=True) if axes else grad
-
-
-def _matmul_vjp(g, y, a, b, need_a, need_b, out=(None, None)):
-    """`out`: arrays (or None) to write ga / gb into when no batch broadcast is summed away; they
-    are then returned in place of new ones (a compiled tape passes an adjoint's own zeroed
-    block when this row is its only contribution: no temporary, no accumulating pass)."""
-    ga = _product(g, np.swapaxes(b, -1, -2), a.shape, out[0]) if need_a else None
-    gb = _product(np.swapaxes(a, -1, -2), g, b.shape, out[1]) if need_b else None
-    return ga, gb
-
-
-def _matmul_vjp_a_rows(g, b, shape):
-    """Sum over a's rows of ga = g @ b^T, summed down to `shape` (a's broadcast operand, one row):
-    the rows of g summed first (a BLAS product with ones, fast where NumPy's middle-axis sum is
-    slow), then one small product per batch, M times fewer flops than forming ga."""
-    rows = np.matmul(np.ones((1, g.shape[-2])), g)
-    return _unbroadcast_batch(rows @ np.swapaxes(b, -1, -2), shape)
-
-
-def _product(x, y, shape, out):
-    if out is not None and x.shape[:-1] + y.shape[-1:] == shape and x.shape[:-2] == y.shape[:-2]:
-        return np.matmul(x, y, out=out)
-    return _unbroadcast_batch(x @ y, shape)
-
-
-def _inv_vjp(g, y, a, b, need_a, need_b):
-    yt = np.swapaxes(y, -1, -2)
-    return -(yt @ g @ yt), None
-
-
-def _det_vjp(g, y, a, b, need_a, need_b):
-    # d det(A) = tr(adj(A) dA); adj(A) = det(A) A^-1 when A is invertible
-    try:
-        return (g * y)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2), None
-    except np.linalg.LinAlgError:
-        return g[..., None, None] * np.swapaxes(_adjugate(a), -1, -2), None
-
-
-def _adjugate(a):
-    """adj(A) for any square A (singular too), from the SVD A = U S V^T."""
-    u, s, vt = np.linalg.svd(a)
-    n = s.shape[-1]
-    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)
-    sign = np.linalg.det(u) * np.linalg.det(vt)
-    return sign[..., None, None] * (np.swapaxes(vt, -1, -2) * others[..., None, :]) \
-        @ np.swapaxes(u, -1, -2)
-
-
-def _logabsdet_vjp(g, y, a, b, need_a, need_b):
-    inv_t = np.swapaxes(np.linalg.inv(a), -1, -2)
-    return g[..., None, None] * inv_t, None
-
-
-def _solve_vjp(g, y, a, b, need_a, need_b):
-    # y = A^-1 b (b a batch of matrices): gb = A^-T g, gA = -gb y^T.
-    gb = np.linalg.solve(np.swapaxes(a, -1, -2), g)
-    ga = -(gb @ np.swapaxes(y, -1, -2)) if need_a else None
-    return ga, (gb if need_b else None)
-
-
-# Forward rules of the escapes: rule(ta, tb, y, a, b) -> tangent of y, where ta, tb (or None for
-# a zero tangent) carry k directions on a leading axis: (k, *shape of the operand).
-
-
-def _matmul_jvp(ta, tb, y, a, b):
-    out = 0.0
-    if ta is not None:
-        out = ta @ b
-    if tb is not None:
-        out = out + a @ tb
-    return out
-
-
-def _inv_jvp(ta, tb, y, a, b):
-    return -(y @ ta @ y)
-
-
-def _trace_solve(a, ta):
-    return np.trace(np.linalg.solve(a, ta), axis1=-2, axis2=-1)
-
-
-def _det_jvp(ta, tb, y, a, b):
-    try:
-        return y * _trace_solve(a, ta)
-    except np.linalg.LinAlgError:  # singular: d det = tr(adj(A) dA)
-        return np.trace(_adjugate(a) @ ta, axis1=-2, axis2=-1)
-
-
-def _logabsdet_jvp(ta, tb, y, a, b):
-    return _trace_solve(a, ta)
-
-
-def _solve_jvp(ta, tb, y, a, b):
-    rhs = 0.0
-    if tb is not None:
-        rhs = tb
-    if ta is not None:
-        rhs = rhs - ta @ y
-    return np.linalg.solve(a, rhs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,18 +146,25 @@ TABLE: tuple[Prim, ...] = (
     Prim("scatter", "scatter"),
     # bilinear: small batched matmul inside the sweep
     Prim("matmul", "matmul", np.matmul),
-    # escapes: reverse rule in NumPy between jitted segments
-    Prim("matmul_blas", "escape", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp, vjp_into=True,
-         vjp_a_rows=_matmul_vjp_a_rows),
-    Prim("inv", "escape", np.linalg.inv, vjp=_inv_vjp, jvp=_inv_jvp),
-    Prim("det", "escape", np.linalg.det, vjp=_det_vjp, jvp=_det_jvp),
-    Prim("logabsdet", "escape", None, vjp=_logabsdet_vjp, jvp=_logabsdet_jvp),
-    Prim("solve", "escape", np.linalg.solve, vjp=_solve_vjp, jvp=_solve_jvp),
+    # escapes: rules in NumPy (LAPACK/BLAS) between jitted segments, each written once in its
+    # module of tape/escapes/ (the tape side: jit/ never imports tape)
+    Prim("matmul_blas", "escape"),
+    Prim("inv", "escape"),
+    Prim("det", "escape"),
+    Prim("logabsdet", "escape"),
+    Prim("solve", "escape"),
     # custom Functions (tape.Function): a chain of "function" rows ties a call's tensor
     # arguments to one hub slot and each output is a "function_out" row of the hub; the backward
     # driver runs the user's backward at the hub, between jitted segments
     Prim("function", "escape"),
     Prim("function_out", "escape"),
+    # more escapes (after the Function rows, whose opcodes stay put)
+    Prim("cholesky", "escape"),
+    Prim("solve_triangular", "escape"),
+    Prim("eigh", "escape"),
+    Prim("svd", "escape"),
+    Prim("qr", "escape"),
+    Prim("expm", "escape"),
 )
 
 OPCODE = {p.name: i for i, p in enumerate(TABLE)}

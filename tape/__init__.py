@@ -10,6 +10,7 @@ array([1.38177329, 1.38177329, 1.38177329])
 from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
 from . import _einsum  # noqa: F401  (registers np.einsum)
 from . import _compositions  # noqa: F401  (registers NumPy functions built from others)
+from . import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
 from . import special  # noqa: F401  (registers np.i0; scipy.special maps lazily)
 from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, stats
 from ._state import enable_grad, is_grad_enabled, no_grad
@@ -34,9 +35,12 @@ __all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load
 
 def __getattr__(name):
     # tape.distributed without `import tape.distributed`: it imports Dask only when a client is
-    # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError
-    if name == "distributed":
+    # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError.
+    # tape.array_api likewise (Tensor.__array_namespace__ loads it): its linalg lists the
+    # numpy.linalg functions registered by then, so it loads after every registration;
+    # tape.scipy imports SciPy only when it runs
+    if name in ("distributed", "array_api", "scipy"):
         import importlib
 
-        return importlib.import_module("tape.distributed")
+        return importlib.import_module(f"tape.{name}")
     raise AttributeError(f"module 'tape' has no attribute {name!r}")

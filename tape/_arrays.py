@@ -5,6 +5,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+import jit
+
 
 def _pointer_field_offset():
     """Byte offset of the data pointer inside a NumPy array object, or None if unknown.
@@ -36,8 +38,6 @@ def data_pointers(arrays) -> np.ndarray:
         for j, a in enumerate(arrays):
             out[j] = a.ctypes.data
         return out
-    import jit
-
     ids = np.fromiter(map(id, arrays), np.int64, len(arrays))
     jit.data_pointers(ids, _FIELD, out)
     return out
@@ -75,7 +75,40 @@ def unmark_scalar_runs(R):
     return R
 
 
+_NO_SLOTS = np.zeros(0, np.int64)
+
+
 def build_arrays(t):
+    """The tape's arrays (``jit.build_tape``): R, S, sv, IA, FA, VA, size, is_array, code and
+    packed_slot."""
+    if _FIELD is None:
+        return build_arrays_numpy(t)
+    n = len(t.sv)
+    m = len(t.av)
+    rows = np.fromiter(t.rows, np.int64, 3 * n)
+    side = np.fromiter(t.side, np.int64, 4 * m)
+    ids = np.fromiter([0 if v is None else id(v) for v in t.av], np.int64, m)
+    packed_slot = _NO_SLOTS
+    if t.packed:
+        packed_side = np.array(sorted(t.packed), dtype=np.int64)
+        ids[packed_side] = -1
+        packed_slot = side[4 * packed_side]
+    sv = np.fromiter(t.sv, np.float64, n)
+    R = np.empty((n, 4), np.int64)
+    S = np.empty((m, 3), np.int64)
+    size = np.empty(n, np.int64)
+    is_array = np.empty(n, bool)
+    VA = np.empty(n, np.int64)
+    jit.build_tape(rows, side, ids, _FIELD, sv, R, S, size, is_array, VA)
+    IA = np.concatenate(t.ia) if t.ia else np.zeros(1, np.int64)
+    FA = np.concatenate(t.fa) if t.fa else np.zeros(1, np.float64)
+    return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size, is_array=is_array,
+                           code=R[:, 0] & 255, packed_slot=packed_slot)
+
+
+def build_arrays_numpy(t):
+    """build_arrays by NumPy calls (where the data pointer's place in an array object is
+    unknown)."""
     n = len(t.sv)
     R = np.empty((n, 4), np.int64)  # code, a, b, side row (-1: a 0-d row of 0-d operands)
     R[:, :3] = np.fromiter(t.rows, np.int64, 3 * n).reshape(n, 3)

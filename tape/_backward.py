@@ -17,7 +17,9 @@ import jit
 from jit.table import OPCODE, TABLE
 
 from ._gemm import cached_native_pieces, native_pieces
+from .escapes import ESCAPES, NUMPY, split
 from ._hooks import multi_hook_scope, run_hooks
+from ._tape import horizon
 from ._threads import run_pieces, run_shares, thread_count
 from .saved_variable import BACKWARD_TWICE
 
@@ -25,7 +27,8 @@ from .saved_variable import BACKWARD_TWICE
 # recording is harmless when only these rows consume it.
 _VALUE_FREE = {OPCODE[n] for n in ("add", "subtract", "neg", "copy", "sum", "cumsum", "gather",
                                    "scatter", "where", "function", "function_out")}
-_VALUE_FREE_CODES = np.array(sorted(_VALUE_FREE), dtype=np.int64)
+_READS_VALUE = np.ones(256, bool)  # by opcode (a lookup: np.isin sorts, ~30x slower on a row)
+_READS_VALUE[sorted(_VALUE_FREE)] = False
 _ESCAPE_CODES = frozenset(i for i, p in enumerate(TABLE) if p.family == "escape")
 
 
@@ -46,6 +49,7 @@ def _run(roots, seeds, inputs, retain_graph):
         for i, x in enumerate(inputs):
             want.setdefault(id(x), []).append(i)
     out = None if inputs is None else [None] * len(inputs)
+    oldest = horizon(inputs)
     pending = {}  # tape id -> (tape, [(slot, seed)])
     leaf_grads = {}  # id(leaf) -> [leaf, gradient summed over tapes]
 
@@ -73,7 +77,7 @@ def _run(roots, seeds, inputs, retain_graph):
         tid = -heapq.heappop(heap)
         t, tape_seeds = pending.pop(tid)
         for link_tape, slot, g in _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf,
-                                              retain_graph):
+                                              retain_graph, oldest):
             if link_tape.id not in pending:
                 pending[link_tape.id] = (link_tape, [])
                 heapq.heappush(heap, -link_tape.id)
@@ -100,12 +104,12 @@ def _deliver_leaves(leaf_grads, want, out):
                 out[i] = g if out[i] is None else out[i] + g
 
 
-def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph):
+def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, oldest=None):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     A = t.build()
-    root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs)
-    swept = (need != 0) | (root != 0)
+    root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
+    swept = need | root
     summed = None
     if t.escapes and not t.functions and not t.packed:  # (packed: values behind user hooks)
         keep = {slot for slot, _ in tape_seeds}.union(t.hooks or ())
@@ -144,7 +148,7 @@ def last_readers(A, need):
     the value-reading rows read their operands' values and their own."""
     R = A.R
     rows = np.flatnonzero(need)
-    rows = rows[~np.isin(A.code[rows], _VALUE_FREE_CODES)]  # these read no value
+    rows = rows[_READS_VALUE[A.code[rows]]]  # (the others read no value)
     last = np.full(len(R), -1, np.int64)
     for col in (1, 2):
         ops = R[rows, col]
@@ -215,12 +219,16 @@ class _Unpacker:
 def arena(A, mask, extra=0):
     """Offsets GO and a zeroed adjoint arena G for the slots in `mask`: 0-d slots at G[slot],
     array slots packed after them, then `extra` more cells."""
-    n = len(A.sv)
-    GO = np.arange(n, dtype=np.int64)
-    arr = np.flatnonzero(A.is_array & (mask != 0))
-    sizes = A.size[arr]
-    GO[arr] = n + np.cumsum(sizes) - sizes
-    return GO, np.zeros(n + int(sizes.sum()) + extra)
+    GO = np.empty(len(A.sv), np.int64)
+    end = jit.arena_offsets(A.is_array, A.size, _bytes(mask), GO)
+    return GO, np.zeros(end + extra)
+
+
+def _bytes(mask):
+    """A mask as the uint8 array the jitted passes take (a view of a bool mask)."""
+    if mask.dtype == np.uint8:
+        return mask
+    return mask.view(np.uint8) if mask.dtype == np.bool_ else (mask != 0).view(np.uint8)
 
 
 def segment_bounds(n, cuts, dropped):
@@ -256,6 +264,10 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     segment, highest first), each of those runs' blocks (the same bits: each element's
     adjoint gets the same terms in the same order). `backward_state`: the BackwardState that
     ``state.hook`` points look their members up in instead of their own (``run_hooks``)."""
+    if not (t.escapes or hooked or hubs or t.packed or runs is not None):
+        # nothing for Python between rows: one jitted sweep (most small tapes)
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, len(A.sv))
+        return
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
     T = thread_count(threads) if runs is not None and threads != 1 else 1
@@ -314,8 +326,7 @@ def free_rows(t, A, rows):
     """After a backward without retain_graph: mark `rows` (a mask) swept, release the Function
     calls and packed values no unswept row needs, and the whole tape once every row is swept."""
     n = len(A.sv)
-    t.freed |= rows
-    if t.freed[A.R[:, 1] >= 0].all():
+    if jit.mark_swept(t.freed, _bytes(rows), A.R):
         t.release()
         return
     if t.functions:
@@ -323,48 +334,40 @@ def free_rows(t, A, rows):
             if all(t.freed[r] for r, _ in node.chain):
                 node.release()  # a Function's saved values go with its rows
     # values that no unswept row reads: packed ones (save_on_disk: their files) and arrays
-    R = A.R
-    unfreed = np.flatnonzero(t.freed == 0)
-    unfreed = unfreed[~np.isin(A.code[unfreed], _VALUE_FREE_CODES)]  # these read no value
     read = np.zeros(n, bool)
-    for col in (1, 2):
-        ops = R[unfreed, col]
-        read[ops[ops >= 0]] = True
-    read[unfreed[R[unfreed, 1] >= 0]] = True  # an op row may read its own value
+    dropped = np.empty(n, np.int64)
+    for s in dropped[:jit.unread_values(t.freed, A.R, _READS_VALUE, A.is_array, A.VA, read,
+                                        dropped)].tolist():
+        t.av[t.side_of[s]] = None  # never read again: every row that reads it is swept
     if t.packed:
         for s in A.packed_slot[~read[A.packed_slot]]:
             k = t.side_of[int(s)]
             if k in t.packed:
                 t.packed.pop(k).release()
-    for s in np.flatnonzero(A.is_array & ~read):
-        k = t.side_of[int(s)]
-        if t.av[k] is not None:
-            t.av[k] = None
-            A.VA[s] = 0  # never read again: every row that reads it is swept
 
 
-def plan_need(t, A, root_slots, want, inputs):
+def plan_need(t, A, root_slots, want, inputs, oldest=None):
     """The need pass of one tape for a backward from `root_slots` to the leaves in `want`
-    (all leaves when None) and the non-leaf `inputs` on it; links are sources conservatively
-    (the older tape decides exactly). Checks freed rows and leaf versions.
+    (all leaves when None) and the non-leaf `inputs` on it; links to tapes from `oldest` on
+    (``_tape.horizon``; None: every link) are sources conservatively (the older tape decides
+    exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
     Returns (root, live, need)."""
     n = len(A.R)
-    src = np.zeros(n, np.uint8)
+    src, root, live, need = np.zeros((4, n), np.uint8)
     for slot, (leaf, _) in t.leaves.items():
         if want is None or id(leaf) in want:
             src[slot] = 1
-    for slot in t.links:
-        src[slot] = 1
+    for slot, x in t.links.items():
+        if oldest is None or x._tape.id >= oldest:
+            src[slot] = 1
     if want is not None:
         for x in inputs:
             if x._tape is t and x._meta is None:
                 src[x._slot] = 1
-    root = np.zeros(n, np.uint8)
-    root[list(root_slots)] = 1
-    live = np.zeros(n, np.uint8)
-    need = np.zeros(n, np.uint8)
+    for slot in root_slots:
+        root[slot] = 1
     jit.need_pass(A.R, src, root, live, need)
-    if t.freed is not None and (t.freed & (need != 0)).any():
+    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
         raise RuntimeError(BACKWARD_TWICE)
     _check_versions(t, A, live, need)
     return root, live, need
@@ -390,7 +393,7 @@ def summed_operands(t, A, need, live, keep):
     summed = {}
     for c in sorted(t.escapes):
         s = int(A.R[c, 1])
-        if (TABLE[A.code[c]].vjp_a_rows is None or not need[c] & 1 or s in keep
+        if (ESCAPES[TABLE[A.code[c]].name].vjp_a_rows is None or not need[c] & 1 or s in keep
                 or count[s] != 1):
             continue
         name = TABLE[A.code[s]].name
@@ -424,7 +427,7 @@ def _aligned(shape, n):
 
 def _check_versions(t, A, live, need):
     for slot, (leaf, version) in t.leaves.items():
-        if not live[slot] or leaf._meta is None or leaf._meta.version == version:
+        if leaf._meta is None or leaf._meta.version == version or not live[slot]:
             continue
         R = A.R
         users = np.flatnonzero(((R[:, 1] == slot) & ((need & 1) != 0))
@@ -449,14 +452,17 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
     batched matmul large enough is split along its leading axis (``batch_pieces``), each piece
     the same BLAS calls as in the whole, so the same bits."""
     R = A.R
-    p = TABLE[A.code[slot]]
+    p = ESCAPES[TABLE[A.code[slot]].name]
     sa, sb = int(R[slot, 1]), int(R[slot, 2])
-    sha, shb, shy = t.escapes[slot]
+    sha, shb, shy, params = t.escapes[slot]
     o = GO[slot]
-    g = G[o:o + A.size[slot]].reshape(shy)
+    g = g_block = G[o:o + A.size[slot]].reshape(shy)
     y = np.reshape(t.value(slot), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
+    outs = p.outputs(sha, shb, **params)
+    if len(outs) > 1:  # several results packed in one row: the rule takes them apart
+        g, y = split(np, g, outs), split(np, y, outs)
 
     def block(s, shape):
         return G[GO[s]:GO[s] + A.size[s]].reshape(shape)
@@ -479,10 +485,12 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
     def rule(lo=0, hi=None):  # the rule on the batch elements lo..hi-1 (hi None: all)
         adj = tuple(cut(x, lo, hi) for x in adjoints)
         into = tuple(x if fresh & bit else None for x, bit in zip(adj, (1, 2)))
-        args = (cut(g, lo, hi), cut(y, lo, hi), cut(a, lo, hi), cut(b, lo, hi),
-                bool(nd & 1), bool(nd & 2))
+        if hi is None:
+            args = (g, y, a, b, bool(nd & 1), bool(nd & 2))
+        else:  # (pieces: matmul_blas only, one result)
+            args = (g[lo:hi], y[lo:hi], a[lo:hi], cut(b, lo, hi), bool(nd & 1), bool(nd & 2))
         # (with `into`, the rule may write those adjoints' blocks itself, and return them)
-        ga, gb = p.vjp(*args, into) if fresh & 3 else p.vjp(*args)
+        ga, gb = p.vjp(NUMPY, *args, out=into) if fresh & 3 else p.vjp(NUMPY, *args, **params)
         for gs, to, into_s, bit in ((ga, adj[0], into[0], 1), (gb, adj[1], into[1], 2)):
             if nd & bit and gs is not into_s:
                 if fresh & bit:
@@ -514,7 +522,7 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
             rows()
         rule()
     if fresh & 4:
-        g[...] = 0.0
+        g_block[...] = 0.0
 
 
 # a batched matmul is split among threads from this many multiply-adds (W2's: 2.5 million)

@@ -682,31 +682,6 @@ def vander(x, N=None, increasing=False):
     return v if increasing else np.flip(v, axis=1)
 
 
-@implements(np.polyval)
-def polyval(p, x):
-    y = np.zeros_like(x) if not isinstance(x, Tensor) else x * 0.0
-    for k in range(np.shape(raw(p))[0]):
-        y = y * x + p[k]
-    return y
-
-
-@implements(np.polyder)
-def polyder(p, m=1):
-    for _ in range(m):
-        n = np.shape(raw(p))[0] - 1
-        p = p[:-1] * np.arange(n, 0, -1.0)
-    return p
-
-
-@implements(np.polyint)
-def polyint(p, m=1, k=None):
-    ks = np.zeros(m) if k is None else np.atleast_1d(raw(k)) * np.ones(m)
-    for i in range(m):
-        n = np.shape(raw(p))[0]
-        p = np.concatenate([p / np.arange(n, 0, -1.0), np.asarray([ks[i]])])
-    return p
-
-
 @implements(np.kron)
 def kron(a, b):
     a, b = as_tensor(a), as_tensor(b)
@@ -832,6 +807,39 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if axis != 0:
         y = np.moveaxis(y, 0, axis)
     return (y, step) if retstep else y
+
+
+@implements(np.logspace)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """base ** linspace(start, stop): differentiable in start, stop and base."""
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        raise TypeError("numpy.logspace: tapejit tensors are float64")
+    nd = np.broadcast(raw(start), raw(stop), raw(base)).ndim
+    start, stop, base = (np.reshape(as_tensor(v), (1,) * (nd - _nd(v)) + np.shape(raw(v)))
+                         for v in (start, stop, base))
+    y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    return np.power(np.expand_dims(base, axis=axis), y)
+
+
+@implements(np.geomspace)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's formula for real start and stop of one sign: the sign out, logspace of the
+    log10s, the end points set to start and stop exactly."""
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        raise TypeError("numpy.geomspace: tapejit tensors are float64")
+    start, stop = as_tensor(start) * 1.0, as_tensor(stop) * 1.0
+    if bool(np.any(start == 0)) or bool(np.any(stop == 0)):
+        raise ValueError("Geometric sequence cannot include zero")
+    start, stop = np.broadcast_arrays(start, stop)
+    sign = plain(np.sign(raw(start)))  # constant: piecewise
+    start, stop = start / sign, stop / sign
+    y = logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint, base=10.0)
+    if num > 0:
+        y = np.concatenate([np.expand_dims(start, 0), y[1:]])
+        if num > 1 and endpoint:
+            y = np.concatenate([y[:-1], np.expand_dims(stop, 0)])
+    y = y * sign
+    return np.moveaxis(y, 0, axis) if axis != 0 else y
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1013,29 +1021,6 @@ UFUNC_FUNCS.update({np.copysign: copysign, np.ldexp: ldexp, np.logaddexp2: logad
                     np.vecmat: vecmat})  # (vecdot, matvec, vecmat: NumPy's gufuncs)
 
 
-def _poly_pad(a, b):
-    na, nb = np.shape(raw(a))[0], np.shape(raw(b))[0]
-    n = builtins.max(na, nb)
-    return np.pad(a, (n - na, 0)), np.pad(b, (n - nb, 0))
-
-
-@implements(np.polyadd)
-def polyadd(a1, a2):
-    a, b = _poly_pad(np.atleast_1d(a1), np.atleast_1d(a2))
-    return a + b
-
-
-@implements(np.polysub)
-def polysub(a1, a2):
-    a, b = _poly_pad(np.atleast_1d(a1), np.atleast_1d(a2))
-    return a - b
-
-
-@implements(np.polymul)
-def polymul(a1, a2):
-    return convolve(np.atleast_1d(a1), np.atleast_1d(a2))
-
-
 @implements(np.apply_along_axis)
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     arr = as_tensor(arr)
@@ -1048,6 +1033,60 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     extra = _nd(res) - len(lead)  # the function's own output axes replace the axis
     return np.moveaxis(res, list(range(len(lead), len(lead) + extra)),
                        list(range(ax, ax + extra))) if extra else res
+
+
+@implements(np.apply_over_axes)
+def apply_over_axes(func, a, axes):
+    """NumPy's loop: func(a, axis) for each axis, the result given its axis back if it lost it."""
+    val = as_tensor(a)
+    n = val.ndim
+    for axis in np.atleast_1d(axes).tolist():
+        axis = axis + n if axis < 0 else axis
+        res = func(val, axis)
+        if _nd(res) != val.ndim:
+            res = np.expand_dims(res, axis)
+            if _nd(res) != val.ndim:
+                raise ValueError("function is not returning an array of the correct shape")
+        val = res
+    return val
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """A sorted copy: it meets partition's contract (the k-th elements in their sorted places,
+    the smaller before, the larger after), whose order inside each side NumPy leaves to its
+    algorithm; the gradient follows the elements, as np.sort's."""
+    if order is not None:
+        raise TypeError("numpy.partition: order= (structured arrays) is not supported on tensors")
+    a = as_tensor(a)
+    if axis is None:
+        a, axis = np.ravel(a), -1
+    n = a.shape[_axis(axis, a.ndim)] if a.ndim else 1
+    for k in np.atleast_1d(kth).tolist():
+        if not -n <= int(k) < n:
+            raise ValueError(f"kth(={k}) out of bounds ({n})")
+    return np.sort(a, axis=axis)
+
+
+@implements(np.trim_zeros)
+def trim_zeros(filt, trim="fb", axis=None):
+    """NumPy's bounding box of the nonzero values (read: a guard under tape.compile), sliced."""
+    a = as_tensor(filt)
+    trim = trim.lower()
+    if trim not in {"fb", "bf", "f", "b"}:
+        raise ValueError(f"unexpected character(s) in `trim`: {trim!r}")
+    axes = range(a.ndim) if axis is None else normalize_axes(axis, a.ndim)
+    if not axes:
+        return filt
+    nonzero = np.argwhere(np.asarray(a != 0))
+    if nonzero.size == 0:
+        start = stop = [0] * a.ndim
+    else:
+        start = nonzero.min(axis=0) if "f" in trim else [None] * a.ndim
+        stop = nonzero.max(axis=0) + 1 if "b" in trim else [None] * a.ndim
+    sl = tuple(slice(start[ax], stop[ax]) if ax in axes else slice(None)
+               for ax in range(a.ndim))
+    return a[sl]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ docs/porting.md lists the same idioms with runnable fixes.
 """
 from __future__ import annotations
 
+import sys
+
 from ._state import state
 
 _CARRIES = "a tensor that carries a gradient (it requires grad: a leaf, a result with history, " \
@@ -46,31 +48,6 @@ _FIXES = {
     "tensor": (_COPY, _DETACH),
 }
 
-# SciPy functions that start with np.asarray, and their tensor counterparts
-_SCIPY_HINTS = (
-    ("scipy.stats", "scipy.stats.D.logpdf(x, ...) ->  tape.stats.D.logpdf(x, ...): the same "
-                    "signature, on tensors (scipy.stats converts its arguments to arrays)"),
-    ("scipy.special", "scipy.special.polygamma(n, x) ->  tape.special.polygamma(n, x) (the "
-                      "special functions that are ufuncs work on tensors as they are)"),
-)
-
-
-def _scipy_caller():
-    """The hint for the SciPy module that asked for the conversion, if one did."""
-    import sys
-
-    frame = sys._getframe(2)
-    for _ in range(12):
-        if frame is None:
-            return None
-        module = frame.f_globals.get("__name__", "")
-        for prefix, hint in _SCIPY_HINTS:
-            if module.startswith(prefix):
-                return hint
-        frame = frame.f_back
-    return None
-
-
 _IN_COMPILE = ("Inside tape.compile every float or float-array argument of f is an input that "
                "requires grad, data arguments included; t.item() there is a guard (a replay that "
                "reads another value records f again).")
@@ -80,12 +57,72 @@ def conversion_error(kind):
     """The TypeError for converting a tensor that requires grad (`kind`: a key of ``_WHAT``):
     what was attempted, what to write instead, and under tape.compile why data arguments count
     too."""
-    lines = [f"{_WHAT[kind]} Write instead:"]
-    scipy = _scipy_caller() if kind == "array" else None
-    if scipy is not None:
-        lines.append(f"  {scipy}")
-    lines += [f"  {fix}" for fix in _FIXES[kind]]
+    caller = _library_caller()
+    if caller is not None:
+        lines = [_library_line(caller, kind)]
+    else:
+        lines = [f"{_WHAT[kind]} Write instead:"]
+        lines += [f"  {fix}" for fix in _FIXES[kind]]
     lines.append("(docs/porting.md lists these idioms and their fixes.)")
     if state.guards is not None:
         lines.append(_IN_COMPILE)
     return TypeError("\n".join(lines))
+
+
+_LIBRARIES = ("numpy", "scipy")
+
+
+def _library_caller():
+    """The NumPy or SciPy functions the user's call went through before one converted the
+    tensor, outermost first, as (module, name); None for the user's own conversion."""
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__", "").split(".")[0] == "tape":
+        f = f.f_back
+    names = []
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if mod.split(".")[0] not in _LIBRARIES:
+            break
+        code = f.f_code
+        name = getattr(code, "co_qualname", code.co_name)
+        inner = f.f_locals.get("f") if code.co_name == "wrapper" else None  # SciPy's batching
+        if callable(inner) and getattr(inner, "__module__", "").startswith("scipy."):
+            mod, name = inner.__module__, inner.__name__
+        names.append((mod, name))
+        f = f.f_back
+    return names[::-1] or None
+
+
+def _library_line(names, kind):
+    """What converted (the outermost public function) and the tensor version, if tapejit has
+    one: tape.scipy.linalg's or tnp.polynomial.polynomial's."""
+    from ._polynomials import COEF_FIRST
+
+    for mod, name in names:
+        if mod.startswith("scipy.linalg") and "." not in name:
+            from .scipy import linalg as tsl
+
+            if name in tsl.__all__:
+                return (f"scipy.linalg.{name} converts its arguments with np.asarray, which would "
+                        f"lose the gradient: call tape.scipy.linalg.{name} (the same "
+                        f"signature), which records.")
+        if mod.startswith("scipy.stats."):
+            return ("scipy.stats' distributions convert their arguments with np.asarray, which "
+                    "would lose the gradient: call tape.stats (the same calls, e.g. "
+                    "tape.stats.norm.logpdf(x, loc, scale); docs/special.md lists them), which "
+                    "records.")
+        if mod.startswith("scipy.special") and name == "polygamma":
+            return ("scipy.special.polygamma converts its arguments with np.asarray, which would "
+                    "lose the gradient: call tape.special.polygamma(n, x), which records.")
+        if mod == "numpy.polynomial.polynomial" and name in COEF_FIRST:
+            return (f"numpy.polynomial.polynomial.{name} converts its arguments to arrays, which "
+                    f"would lose the gradient: call tnp.polynomial.polynomial.{name} (the same "
+                    f"function on tensors), which records.")
+    mod, name = next(((m, n) for m, n in names if not n.split(".")[-1].startswith("_")
+                      and n != "wrapper"), names[0])
+    public = mod.split("._")[0]
+    return (f"{public}.{name} converts its arguments to NumPy arrays, which would lose the "
+            f"gradient of {_CARRIES}. docs/coverage.md lists the functions that differentiate "
+            f"(tape.scipy.linalg and tnp.polynomial.polynomial hold tensor versions of some); "
+            f"any other can be written with np.* calls on tensors, or wrapped in a tape.Function "
+            f"(docs/porting.md).")

@@ -76,28 +76,12 @@ BY_NATURE_WHY = {
     "polynomial.polytrim": "drops trailing coefficients by value",
 }
 
-_DECOMPOSITION = "a LAPACK decomposition: needs its own reverse and forward rules"
 NOT_YET_WHY = {
-    **dict.fromkeys(["linalg.cholesky", "linalg.eigh", "linalg.eigvalsh", "linalg.svd",
-                     "linalg.svdvals", "linalg.qr", "linalg.lstsq", "linalg.pinv", "linalg.cond",
-                     "linalg.tensorinv", "linalg.tensorsolve"], _DECOMPOSITION),
-    "partition": "NumPy leaves the order of the other elements to its implementation: "
-                 "np.sort gives the same selected element",
-    "apply_over_axes": "calls a Python function with an axis, repeatedly",
-    "poly": "needs eigenvalues of a general matrix",
     "roots": "needs eigenvalues of a general matrix",
-    "polydiv": "a division loop over coefficients",
     "polyfit": "a least-squares solve (linalg.lstsq)",
-    "trim_zeros": "its length depends on the values",
-    "logspace": "differentiable in start and stop, not written yet",
-    "geomspace": "differentiable in start and stop, not written yet",
 }
-_POLY = "numpy.polynomial's coefficient-first functions: np.poly* (coefficient-last) are covered"
-for _n in ("polyadd", "polycompanion", "polyder", "polydiv", "polyfit", "polyfromroots",
-           "polygrid2d", "polygrid3d", "polyint", "polymul", "polymulx", "polypow",
-           "polyroots", "polysub", "polyval", "polyval2d", "polyval3d", "polyvalfromroots",
-           "polyvander", "polyvander2d", "polyvander3d"):
-    NOT_YET_WHY["polynomial." + _n] = _POLY
+NOT_YET_WHY["polynomial.polyfit"] = "a least-squares solve (linalg.lstsq)"
+NOT_YET_WHY["polynomial.polyroots"] = "needs eigenvalues of a general matrix"
 
 _SPECIAL_UFUNCS = {np.matmul, np.deg2rad, np.radians, np.rad2deg, np.degrees, np.remainder,
                    np.fmod}
@@ -129,7 +113,8 @@ def classify(qualname, obj):
             return VALUES, "integer, boolean or index results; no gradient"
         if getattr(fn, "zero_grad", False):
             return PIECEWISE, "gradient 0"
-        return DIFFERENTIABLE, MODES
+        via = getattr(fn, "via", None)  # NumPy's own converts to an array: ours has this name
+        return DIFFERENTIABLE, MODES if via is None else f"{MODES}; as `{via}`"
     if isinstance(obj, np.ufunc):
         if obj in impl.PLAIN:
             return VALUES, "boolean results"

@@ -18,6 +18,7 @@ from jit.table import OPCODE
 from ._backward import BACKWARD_TWICE, plan_need
 from ._record import plain
 from ._state import enable_grad
+from ._tape import horizon
 from ._tangents import TapeReader
 from ._tensor import Tensor
 from ._vjp_rules import row_vjp
@@ -55,6 +56,7 @@ def run_graph(roots, seeds, inputs=None):
         for i, x in enumerate(inputs):
             want.setdefault(id(x), []).append(i)
     out = None if inputs is None else [None] * len(inputs)
+    oldest = horizon(inputs)
     pending = {}
     leaf_grads = {}
     with enable_grad():
@@ -72,7 +74,7 @@ def run_graph(roots, seeds, inputs=None):
         while heap:
             tid = -heapq.heappop(heap)
             t, adj = pending.pop(tid)
-            for link_tape, slot, g in _sweep(t, adj, want, inputs, out, leaf_grads):
+            for link_tape, slot, g in _sweep(t, adj, want, inputs, out, leaf_grads, oldest):
                 if link_tape.id not in pending:
                     pending[link_tape.id] = (link_tape, {})
                     heapq.heappush(heap, -link_tape.id)
@@ -98,18 +100,17 @@ def _shape(g):
     return () if type(g._v) is float else g._v.shape
 
 
-def _sweep(t, adj, want, inputs, out, leaf_grads):
+def _sweep(t, adj, want, inputs, out, leaf_grads, oldest=None):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     R = _rows(t)
-    n = len(R)
     _, live, need = plan_need(t, SimpleNamespace(R=R, code=R[:, 0] & 255), list(adj), want,
-                              inputs)
+                              inputs, oldest)
     rd = TapeReader(t)
     inputs_here = {x._slot: x for x in inputs or () if x._tape is t and x._meta is None}
     fn_grads = {}  # function_out slot -> adjoint, for the hub's backward
     links = []
-    for i in range(n - 1, -1, -1):
+    for i in np.flatnonzero(live)[::-1].tolist():  # (only live rows hold or pass an adjoint)
         if t.functions and i in t.functions and need[i]:  # a Function's hub: its backward
             node = t.functions[i]
             grads = [fn_grads.get(s) for s, _ in node.outs]

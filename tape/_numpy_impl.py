@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 
 import numpy as np
 
 from jit.table import OPCODE
 
-from . import _guards
+from . import _guards, _tensor
 from . import _record as rec
 from ._record import binary, constant, gather, normalize_axes, plain, raw, unary
 from ._tensor import Tensor
@@ -124,7 +125,9 @@ def _ufunc_name(ufunc):
     if getattr(np, name, None) is ufunc:
         return f"numpy.{name}"
     special = sys.modules.get("scipy.special")
-    if special is not None and getattr(special, name, None) is ufunc:
+    public = getattr(special, name, None)
+    # with SCIPY_ARRAY_API=1 the public name is SciPy's wrapper around the ufunc
+    if special is not None and getattr(public, "__wrapped__", public) is ufunc:
         return f"scipy.special.{name}"
     return f"the ufunc {name}"
 
@@ -719,3 +722,6 @@ def _transpose_method(self, *axes):
 Tensor.reshape = _reshape_method
 Tensor.transpose = _transpose_method
 Tensor.flatten = _method(ravel)
+
+
+_tensor._impl = sys.modules[__name__]

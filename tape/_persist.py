@@ -23,6 +23,7 @@ from jit.table import FORMAT_VERSION, OPCODE, TABLE, table_hash
 from ._guards import ALLOWED, Guard
 from ._replay_hooks import load_points, saved_points
 from ._tensor import Tensor
+from .escapes import ESCAPES
 
 # Limits on what a loaded file may ask of the process (docs/security.md; raise them here for a
 # larger tape): values held (the archive's arrays; apart from them, the rows' values, input
@@ -31,7 +32,7 @@ from ._tensor import Tensor
 MAX_ELEMENTS = 1 << 30
 MAX_WORK = 1 << 36
 _FAMILY = [p.family for p in TABLE]
-_REPLAYABLE_ESCAPES = {"matmul_blas", "inv", "det", "logabsdet", "solve"}
+
 
 
 def _json(x):
@@ -98,8 +99,8 @@ def save(variant, path, argnums):
     meta = {"format": FORMAT_VERSION, "table_hash": table_hash(), "inputs": inputs,
             "argnums": list(argnums) if isinstance(argnums, tuple) else argnums,
             "output": {"slot": int(variant.out._slot), "shape": list(variant.out.shape)},
-            "escapes": {str(c): [list(x) if x is not None else None for x in shp]
-                        for c, shp in t.escapes.items()},
+            "escapes": {str(c): [list(x) if x is not None else None for x in shp[:3]]
+                        + [dict(shp[3])] for c, shp in t.escapes.items()},
             "guards": guards, "is_array": is_array, "shapes": shapes,
             "hook_points": saved_points(variant),
             "const_rows": const_rows}
@@ -241,7 +242,7 @@ def _build(files, state):
     t.side_of = side_of
     t.rows = t.sv = t.side = t.ia = t.fa = None
     t.escapes = {}
-    for c, (a, b, y) in meta["escapes"].items():
+    for c, (a, b, y, params) in meta["escapes"].items():
         c = int(c)
         _need(0 <= c < n and _FAMILY[R[c, 0] & 255] == "escape", "escape entry out of range")
         name = TABLE[R[c, 0] & 255].name
@@ -249,9 +250,9 @@ def _build(files, state):
         _need(math.prod(a) == size[R[c, 1]] and (b is None) == (R[c, 2] < 0)
               and (b is None or math.prod(b) == size[R[c, 2]]) and math.prod(y) == size[c],
               f"{where}: escape shapes of other sizes than its operands and result")
-        budget.run(_escape_work(name, a, b, y, where), where)
         a, b, y = (None if x is None else tuple(x) for x in (a, b, y))
-        t.escapes[c] = (a, b, y)
+        budget.run(_escape_work(name, a, b, y, params, where), where)
+        t.escapes[c] = (a, b, y, params)
     for c in range(n):
         if _FAMILY[R[c, 0] & 255] == "escape":
             _need(c in t.escapes, f"escape row {c} has no shapes")
@@ -358,8 +359,9 @@ def _metadata(files):
           and _is_shape(out["shape"]), "output")
     esc = meta["escapes"]
     _need(isinstance(esc, dict) and all(
-        re.fullmatch(r"0|[1-9][0-9]*", c) and isinstance(v, list) and len(v) == 3
+        re.fullmatch(r"0|[1-9][0-9]*", c) and isinstance(v, list) and len(v) == 4
         and _is_shape(v[0]) and (v[1] is None or _is_shape(v[1])) and _is_shape(v[2])
+        and isinstance(v[3], dict) and all(type(x) in (bool, int) for x in v[3].values())
         for c, v in esc.items()), "escapes")
     _need(isinstance(meta["guards"], list), "guards")
     for j, g in enumerate(meta["guards"]):
@@ -433,11 +435,11 @@ def _validate_rows(R, S, IA, meta, budget):
         if fam == "input":
             _need(a == -1 and b == -1, f"row {s}: an input row with operands")
             continue
-        need_b = fam in ("binary", "select", "scatter", "matmul") or name in (
-            "matmul_blas", "solve")
+        need_b = fam in ("binary", "select", "scatter", "matmul") or (
+            name in ESCAPES and ESCAPES[name].binary)
         _need(a >= 0 and (b >= 0) == need_b, f"row {s}: operands of {name}")
         if fam == "escape":
-            _need(name in _REPLAYABLE_ESCAPES, f"row {s}: {name} rows cannot be replayed")
+            _need(name in ESCAPES, f"row {s}: {name} rows cannot be replayed")
         if k < 0:  # a 0-d row of 0-d operands (the sweep's inline path)
             _need(fam in ("unary", "binary") and _zero_d(R, a, is_array)
                   and (b < 0 or _zero_d(R, b, is_array)), f"row {s}: inline row")
@@ -546,27 +548,17 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
     budget.run(work, where)
 
 
-def _escape_work(name, a, b, y, where):
-    """The loop iterations of an escape's NumPy rule; its shapes must be the rule's."""
-    ok = len(a) >= 2
-    if ok and name == "matmul_blas":
-        M, K = a[-2:]
-        batch = y[:-2]
-        ok = (b is not None and len(b) >= 2 and len(y) >= 2 and b[-2] == K
-              and y[-2:] == [M, b[-1]] and a[:-2] in ([], batch) and b[:-2] in ([], batch))
-        if ok:
-            return math.prod(batch) * (1 + M * K * b[-1]) + math.prod(y)
-    elif ok:
-        k = a[-1]
-        batch = a[:-2]
-        ok = a[-2] == k and (
-            (name == "inv" and y == a) or (name in ("det", "logabsdet") and y == batch)
-            or (name == "solve" and b is not None and len(b) == len(a) and b[:-1] == a[:-1]
-                and y == b))
-        if ok:
-            return math.prod(batch) * (1 + k ** 3) + math.prod(y) + (math.prod(b) * k
-                                                                     if b is not None else 0)
-    _need(False, f"{where}: escape shapes {a}, {b}, {y} are not the rule's")
+def _escape_work(name, a, b, y, params, where):
+    """The loop iterations of an escape's NumPy rules; its shapes and parameters must be the
+    rule's (``tape/escapes/``: its ``outputs`` checks them)."""
+    esc = ESCAPES[name]
+    try:
+        _need(params == esc.full_params(params), f"{where}: escape parameters {params}")
+        outs = esc.outputs(a, b, **params)
+    except ValueError as e:
+        _need(False, f"{where}: escape shapes {a}, {b}, {y} are not the rule's ({e})")
+    _need(esc.row_shape(outs) == y, f"{where}: escape shapes {a}, {b}, {y} are not the rule's")
+    return esc.work(a, b, **params)
 
 
 def _variant(t, meta, files, size):

@@ -17,7 +17,7 @@ from jit.table import HELPERS, OPCODE, OWN_VALUE, SPECIAL_ROWS, TABLE
 from ._arrays import _FIELD
 from ._conversions import conversion_error
 from ._state import state
-from ._tape import LEAF, LINK, MAX_ROWS, Tape, current_tape
+from ._tape import LEAF, LINK, MAX_ROWS, Tape, current_tape, note_disorder
 
 Tensor = None  # bound by _tensor.py (the class needs this module and this module the class)
 
@@ -178,6 +178,8 @@ def _import(t: Tape, x) -> int:
             slot = t.index_cache[key] = t.row(LEAF, -1, -1, float(v) if v.ndim == 0 else v,
                                               v.size)
             t.leaves[slot] = (x, x._meta.version)
+            if x._meta.born > t.id:
+                note_disorder()
         return slot
     key = ("link", x._tape.id, x._slot)  # the source row, not the (rebindable) tensor object
     slot = t.index_cache.get(key)
@@ -186,6 +188,8 @@ def _import(t: Tape, x) -> int:
         slot = t.row(LINK, -1, -1, v, 1 if type(v) is float else v.size)
         t.links[slot] = x
         t.index_cache[key] = slot
+        if x._tape.id > t.id:
+            note_disorder()
     return slot
 
 
@@ -803,7 +807,7 @@ def matmul(a, b):
         slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
         ya_shape = batch + (M, K) if ba else (M, K)
         yb_shape = batch + (K, N) if bb else (K, N)
-        t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N))
+        t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
         return result(y, t, slot)
     off = t.add_ints((B, M, K, N, ba, bb))
     return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
@@ -824,7 +828,8 @@ def _batch_operand(t, x, shape, batch, B):
 
 
 def escape(name, value, a, b=None, shapes=None):
-    """Record a row whose reverse rule is NumPy code (see the table's escape family)."""
+    """Record a row whose rules are NumPy code (``tape/escapes/``; ``tape.escapes.record``
+    calls this). `shapes`: (a's, b's, the row's, params) as the rules read them."""
     y = check_dtype(value, name)
     if not recording(a, b):
         return plain(y)
@@ -833,5 +838,5 @@ def escape(name, value, a, b=None, shapes=None):
     sb = slot_in(t, b) if b is not None else -1
     slot = t.row(OPCODE[name], sa, sb, y, _size(y))
     t.escapes[slot] = shapes or (_shape(raw(a)), _shape(raw(b)) if b is not None else None,
-                                 _shape(y))
+                                 _shape(y), {})
     return result(y, t, slot)

@@ -5,7 +5,7 @@ depends only on its own inputs (no tensor with history from outside, no custom F
 its tangents need no history and no Python per op. Per tape, oldest first: an activity pass
 (``need_pass`` with every slot a root) marks the rows whose operands carry a tangent; the
 tangent arena holds k directions per active slot (direction-major, ``T[TO[s] + j*size + e]``);
-``jit.tangent_sweep`` runs between escape rows, whose forward rules are NumPy (``Prim.jvp``).
+``jit.tangent_sweep`` runs between escape rows, whose forward rules are NumPy (``tape/escapes/``).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import jit
 from jit.table import TABLE
 
 from ._tape import linked_tapes, newest_tape_id
+from .escapes import ESCAPES, NUMPY, pack, split
 
 
 class TangentProgram:
@@ -93,7 +94,9 @@ def _run_escape(t, A, c, T, TO, act, k):
     """An escape row's forward rule (NumPy, batched over the k directions)."""
     R = A.R
     sa, sb = int(R[c, 1]), int(R[c, 2])
-    sha, shb, shy = t.escapes[c]
+    sha, shb, shy, params = t.escapes[c]
+    esc = ESCAPES[TABLE[A.code[c]].name]
+    outs = esc.outputs(sha, shb, **params)
 
     def tangent(s, shape):
         return T[TO[s]:TO[s] + k * A.size[s]].reshape((k,) + tuple(shape))
@@ -103,7 +106,11 @@ def _run_escape(t, A, c, T, TO, act, k):
     y = np.reshape(t.value(c), shy)
     a = np.reshape(t.value(sa), sha)
     b = np.reshape(t.value(sb), shb) if sb >= 0 else None
-    g = TABLE[A.code[c]].jvp(ta, tb, y, a, b)
+    if len(outs) > 1:
+        y = split(np, y, outs)
+    g = esc.jvp(NUMPY, ta, tb, y, a, b, **params)
+    if len(outs) > 1:
+        g = pack(np, g, outs, k)
     T[TO[c]:TO[c] + k * A.size[c]] = np.reshape(np.broadcast_to(g, (k,) + tuple(shy)), -1)
 
 

@@ -26,6 +26,7 @@ from ._tensor import Tensor
 _NAMES = {p.name: c for c, p in enumerate(TABLE)}
 COPY, GATHER, SCATTER, WHERE = (OPCODE[n] for n in ("copy", "gather", "scatter", "where"))
 FUNCTION, FUNCTION_OUT = OPCODE["function"], OPCODE["function_out"]
+CONST = OPCODE["const"]
 
 
 # -- the table's derivative formulas, on tensors ----------------------------------------------
@@ -199,8 +200,12 @@ class TapeReader:
         return len(self.t)
 
     def tensor(self, slot):
-        """The row's result as a tensor with history (so rules that use it are recorded)."""
-        return result(self.t.value(slot), self.t, slot)
+        """The row's result as a tensor with history (so rules that use it are recorded); a
+        constant's as a plain tensor (it has no history: rules' ops on it record no rows)."""
+        t = self.t
+        if (t.rows[3 * slot] if t.built is None else t.built.R[slot, 0]) == CONST:
+            return plain(t.value(slot))
+        return result(t.value(slot), t, slot)
 
 
 # -- the rules ------------------------------------------------------------------------------
@@ -346,40 +351,22 @@ def _matmul_tangent(rd, a, b, ta, tb):
 
 
 def _escape_tangent(rd, slot, name, a, b, ta, tb, functions):
-    from . import linalg
+    """An escape's forward rule (tape/escapes/) run on tensors, so that it records."""
+    from .escapes import ESCAPES, TENSORS, pack, split
 
-    if name == "matmul_blas":
-        return None if ta is None and tb is None else _matmul_tangent(rd, a, b, ta, tb)
     if name in ("function", "function_out"):
         return functions(slot) if functions is not None else None
     if ta is None and tb is None:
         return None
     t = rd.t
-    sha, shb, shy = t.escapes[slot]
+    esc = ESCAPES[name]
+    sha, shb, shy, params = t.escapes[slot]
+    outs = esc.outputs(sha, shb, **params)
     A = np.reshape(rd.tensor(a), sha)
-    y = np.reshape(rd.tensor(slot), shy)
-    if name == "inv":
-        out = -(y @ np.reshape(ta, sha) @ y)
-    elif name in ("det", "logabsdet"):
-        dA = np.reshape(ta, sha)
-        try:
-            tr = np.trace(linalg.solve(A, dA), axis1=-2, axis2=-1)
-        except np.linalg.LinAlgError:
-            if name == "logabsdet":
-                raise
-            # singular A: d det = tr(adj(A) dA), with adj(A) as a constant
-            from jit.table import _adjugate
-
-            return np.reshape(np.trace(plain(_adjugate(A._v)) @ dA, axis1=-2, axis2=-1),
-                              _shape(rd.tensor(slot)._v))
-        out = y * tr if name == "det" else tr
-    elif name == "solve":
-        rhs = 0.0
-        if tb is not None:
-            rhs = np.reshape(tb, shb)
-        if ta is not None:
-            rhs = rhs - np.reshape(ta, sha) @ y
-        out = linalg.solve(A, rhs)
-    else:
-        raise NotImplementedError(f"no forward-mode rule for op '{name}'")
+    B = np.reshape(rd.tensor(b), shb) if b >= 0 else None
+    y = split(TENSORS, np.reshape(rd.tensor(slot), shy), outs)
+    out = esc.jvp(TENSORS, np.reshape(ta, sha) if ta is not None else None,
+                  np.reshape(tb, shb) if tb is not None else None, y, A, B, **params)
+    if len(outs) > 1:
+        out = pack(TENSORS, [_full(o, s) for o, s in zip(out, outs)], outs)
     return np.reshape(out, _shape(rd.tensor(slot)._v))

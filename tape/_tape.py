@@ -19,6 +19,7 @@ import numpy as np
 
 from jit.table import OPCODE, TABLE
 
+from ._arrays import build_arrays
 from ._state import state
 from .saved_variable import SavedVariable
 
@@ -29,10 +30,43 @@ MAX_ROWS = 1 << 20  # roll over to a new tape past this many rows (bounds memory
 
 _ids = itertools.count()
 _newest = [-1]  # id of the newest tape (forward-mode rules tell their own rows by it)
+# True once some tape imported a tensor against creation order (a link to a newer tape, or a
+# leaf made after the tape): tape ids then no longer bound what history can reach
+_disordered = [False]
 
 
 def newest_tape_id() -> int:
     return _newest[0]
+
+
+def note_disorder():
+    """A tape imported a tensor against creation order (a link to a newer tape, or a leaf made
+    after it): from here on, ``horizon`` bounds nothing in this process."""
+    _disordered[0] = True
+
+
+def horizon(inputs):
+    """The oldest tape id from which history can still reach one of `inputs` (tensors), or
+    None when any tape may (no inputs given, or an import against creation order happened).
+
+    Rows only read older rows: a tensor recorded on tape u, or a leaf made while tape u was the
+    newest, is read only by rows of tapes u and newer, and links only point to older tapes. So
+    a link to a tape older than every input leads to history that cannot reach any of them: a
+    backward for these inputs (or a tangent of sources on those tapes) stops there instead of
+    walking every earlier step of a loop."""
+    if inputs is None or _disordered[0]:
+        return None
+    oldest = None
+    for x in inputs:
+        u = x._meta.born if x._meta is not None else x._tape.id
+        if oldest is None or u < oldest:
+            oldest = u
+    return oldest
+
+
+def horizon_of(oldest):
+    """`oldest` (a tape id, or None), or None once tape ids bound nothing (``note_disorder``)."""
+    return None if _disordered[0] else oldest
 
 
 class Tape:
@@ -55,7 +89,7 @@ class Tape:
         self.fa_len = 0
         self.leaves = {}  # slot -> (leaf tensor, its version when recorded)
         self.links = {}  # slot -> tensor of an older tape that this slot stands for
-        self.escapes = {}  # slot -> shapes (a, b, y) for rows whose reverse rule runs in NumPy
+        self.escapes = {}  # slot -> (a, b, y shapes, params) of rows whose rules run in NumPy
         self.native = {}  # (slot, sweep) -> a split matmul's native pieces (tape._gemm)
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
         self.consts = {}  # nonzero Python-float constant -> its slot
@@ -168,8 +202,6 @@ class Tape:
         """The tape as arrays (built once; the tape is read-only from here on)."""
         if self.built is None:
             self.seal()
-            from ._arrays import build_arrays
-
             self.built = build_arrays(self)
             self.freed = np.zeros(len(self.built.sv), np.uint8)
             self.rows = self.sv = self.side = self.ia = self.fa = None  # the arrays hold it all

@@ -10,19 +10,27 @@ from ._conversions import conversion_error
 from ._hooks import RemovableHandle, SlotHooks
 from ._record import binary, is_operand, plain, slot_in, unary
 from ._state import state
-from ._tape import MAX_ROWS, current_tape
+from ._tape import MAX_ROWS, current_tape, newest_tape_id
 
 _new = object.__new__
+
+
+# tape._numpy_impl (it needs this module, this module its dispatch): bound by its import, so
+# that a NumPy call on a tensor does not run an import statement
+_impl = None
 
 
 class _LeafMeta:
     """What only leaves carry: the accumulated gradient and the buffer's version counter."""
 
-    __slots__ = ("grad", "version", "hooks", "post_hooks")
+    __slots__ = ("grad", "version", "hooks", "post_hooks", "born")
 
     def __init__(self):
         self.grad = None
         self.version = 0
+        # the oldest tape that may import it, were it used at once (``_tape.horizon``)
+        t = state.tape
+        self.born = t.id if t is not None and not t.sealed else newest_tape_id()
         self.hooks = {}  # handle id -> fn(grad) -> replacement or None
         self.post_hooks = {}  # handle id -> fn(tensor), after .grad is updated
 
@@ -434,14 +442,29 @@ class Tensor:
                 a, b = inputs
                 if type(a) in _FAST_OPERANDS and type(b) in _FAST_OPERANDS:
                     return binary(code, a, b)
-        from ._numpy_impl import array_ufunc
-
-        return array_ufunc(ufunc, method, inputs, kwargs)
+        return _impl.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from ._numpy_impl import array_function
+        return _impl.array_function(func, types, args, kwargs)
 
-        return array_function(func, types, args, kwargs)
+    # -- the Python array API standard (tape.array_api) -----------------------------------------
+    def __array_namespace__(self, *, api_version=None):
+        from . import array_api
+
+        if api_version is not None and api_version not in array_api.API_VERSIONS:
+            raise ValueError(f"tape.array_api implements the array API standard "
+                             f"{array_api.__array_api_version__}; api_version={api_version!r} "
+                             f"is not one of {array_api.API_VERSIONS}")
+        return array_api
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def to_device(self, device, /, *, stream=None):
+        from .array_api import to_device
+
+        return to_device(self, device)
 
     # -- hooks (Python between jitted segments of the sweep) ------------------------------------
     def _slot_hooks(self, create=True):

@@ -17,9 +17,11 @@ from jit.table import OPCODE, TABLE
 
 from . import _record
 from ._record import plain
+from .escapes import ESCAPES, TENSORS, split
 from ._tangents import _all_normal, _derivative, _exclusive_products, _fit_value, _shape
 
 COPY = OPCODE["copy"]
+POWER = OPCODE["power"]
 
 
 def _sum_to(g, shape, one=False):
@@ -59,8 +61,12 @@ def row_vjp(rd, slot, g, nd, functions=None):
             if not nd & (k + 1):
                 continue
             d = _derivative(op, k)
+            c = _constant_exponent(rd, op, k, b)
             if type(d) is float:
                 term = g if d == 1.0 else (-g if d == -1.0 else g * d)
+            elif c is not None:  # b a^(b-1) for a constant b: x ** 2's 2 a in one row
+                at = _fit_value(rd.tensor(a), flags & 1)
+                term = g * (c * (at if c == 2.0 else at ** (c - 1.0)))
             else:
                 term = g * d(_fit_value(rd.tensor(a), flags & 1),
                              _fit_value(rd.tensor(b), flags & 2), y)
@@ -76,6 +82,8 @@ def row_vjp(rd, slot, g, nd, functions=None):
         return ga, gb
     if fam == "reduce":
         P, R, Q = (int(v) for v in rd.ints(iat, 3))
+        if p.name == "sum" and P * Q == 1:  # a full sum: its adjoint read by every element
+            return _record.gather(g, _zeros_index(sha), ("sum adjoint", sha)), None
         gq = np.broadcast_to(np.reshape(g, (P, 1, Q)), (P, R, Q))
         if p.name == "prod":
             gq = gq * _exclusive_products(np.reshape(rd.tensor(a), (P, R, Q)))
@@ -124,11 +132,35 @@ def row_vjp(rd, slot, g, nd, functions=None):
         if nd & 2:
             gb = np.reshape(_record.gather(np.reshape(g, -1), pos) * win, shb)
         return ga, gb
-    if fam == "matmul" or p.name == "matmul_blas":
+    if fam == "matmul":
         return _matmul_vjp(g, rd.tensor(a), rd.tensor(b), nd)
     if fam == "escape":
         return _escape_vjp(rd, slot, p.name, a, b, g, nd, functions)
     raise NotImplementedError(f"no differentiable reverse rule for op '{p.name}'")
+
+
+def _constant_exponent(rd, op, k, b):
+    """The exponent c of a power row's a-partial when it is a constant float other than 0 and
+    of magnitude at most 2^53: there the partial is c a^(c-1) as such (``_pow_da``'s other
+    branches are for the rest), and a^1 is a exactly. None otherwise."""
+    if op != POWER or k != 0:
+        return None
+    bt = rd.tensor(b)
+    c = bt._v
+    if bt._rg or type(c) is not float or c == 0.0 or not abs(c) <= 2.0 ** 53:
+        return None
+    return c
+
+
+_ZEROS = {}  # shape -> read-only int64 zeros: the gather that reads one element everywhere
+
+
+def _zeros_index(shape):
+    idx = _ZEROS.get(shape)
+    if idx is None:
+        idx = _ZEROS[shape] = np.zeros(shape, np.int64)
+        idx.flags.writeable = False
+    return idx
 
 
 def _scatter_add(g, idx, shape):
@@ -181,36 +213,19 @@ def _matmul_vjp(g, a, b, nd):
 
 
 def _escape_vjp(rd, slot, name, a, b, g, nd, functions):
-    from . import linalg
-
+    """An escape's reverse rule (tape/escapes/) run on tensors, so that it records."""
     if name in ("function", "function_out"):
         return functions(slot, g) if functions is not None else (None, None)
     t = rd.t
-    sha, shb, shy = t.escapes[slot]
+    esc = ESCAPES[name]
+    sha, shb, shy, params = t.escapes[slot]
+    outs = esc.outputs(sha, shb, **params)
     A = np.reshape(rd.tensor(a), sha)
-    y = np.reshape(rd.tensor(slot), shy)
-    gy = np.reshape(g, shy)
-    if name == "inv":
-        yt = np.swapaxes(y, -1, -2)
-        return np.reshape(-(yt @ gy @ yt), _shape(t.value(a))), None
-    if name in ("det", "logabsdet"):
-        try:
-            inv_t = np.swapaxes(linalg.inv(A), -1, -2)
-        except np.linalg.LinAlgError:
-            if name == "logabsdet":
-                raise
-            from jit.table import _adjugate
-
-            adj_t = plain(np.swapaxes(_adjugate(A._v), -1, -2))
-            return np.reshape(np.expand_dims(np.expand_dims(gy, -1), -1) * adj_t,
-                              _shape(t.value(a))), None
-        w = gy * y if name == "det" else gy
-        return np.reshape(np.expand_dims(np.expand_dims(w, -1), -1) * inv_t,
-                          _shape(t.value(a))), None
-    if name == "solve":
-        gbm = linalg.solve(np.swapaxes(A, -1, -2), gy)
-        ga = np.reshape(-(gbm @ np.swapaxes(y, -1, -2)), _shape(t.value(a))) if nd & 1 else None
-        gb = np.reshape(_sum_to(gbm, shb), _shape(t.value(b))) if nd & 2 else None
-        return ga, gb
-    raise NotImplementedError(f"no differentiable reverse rule for op '{name}'")
-
+    B = np.reshape(rd.tensor(b), shb) if b >= 0 else None
+    y = split(TENSORS, np.reshape(rd.tensor(slot), shy), outs)
+    gy = split(TENSORS, np.reshape(g, shy), outs)
+    ga, gb = esc.vjp(TENSORS, gy, y, A, B, bool(nd & 1), bool(nd & 2), **params)
+    ga = _sum_to(ga, sha) if nd & 1 else None  # (a broadcast operand: matmul_blas's rule sums)
+    gb = _sum_to(gb, shb) if nd & 2 else None
+    return (np.reshape(ga, _shape(t.value(a))) if ga is not None else None,
+            np.reshape(gb, _shape(t.value(b))) if gb is not None else None)

@@ -33,6 +33,7 @@ from jit.table import FAMILIES, OPCODE, TABLE
 
 from . import _guards, _persist, _replay_hooks
 from ._gemm import cached_native_pieces, native_pieces
+from .escapes import ESCAPES, pack
 from ._hooks import multi_hook_scope
 from ._threads import run_pieces, run_shares, thread_count
 from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, reverse_in_shares,
@@ -56,8 +57,6 @@ _WHOLE = np.zeros(3)  # sweep's `part` for a call on its own (jit._interp.WHOLE:
 _STEP = np.array([0.0, 1.0, 0.0])  # ... for a step of a threaded call, outside the workers
 _FAMILY_OF = np.array([FAMILIES.index(p.family) for p in TABLE], dtype=np.int64)
 _INPUT, _ESCAPE = FAMILIES.index("input"), FAMILIES.index("escape")
-_ESCAPE_VALUE = {"matmul_blas": np.matmul, "inv": np.linalg.inv, "det": np.linalg.det,
-                 "logabsdet": lambda a: np.linalg.slogdet(a)[1], "solve": np.linalg.solve}
 
 
 def compile(f, *example_args, argnums=0, max_variants=8, threads=None,  # noqa: A001
@@ -508,7 +507,7 @@ def _sole_contributions(A, need, escapes, out, summed):
         count[u] += 1
     fresh = {}
     for c in escapes:
-        if not TABLE[A.code[c]].vjp_into:
+        if not ESCAPES[TABLE[A.code[c]].name].vjp_into:
             continue
         bits = sum(bit for s, bit in ((int(a[c]), 1), (int(b[c]), 2))
                    if need[c] & bit and s != out and count[s] == 1 and A.is_array[s]
@@ -1014,11 +1013,10 @@ class _Variant:
     def _escape_value(self, c, threads=1):
         t, A = self.t, self.A
         sa, sb = int(A.R[c, 1]), int(A.R[c, 2])
-        sha, shb, shy = t.escapes[c]
+        sha, shb, shy, params = t.escapes[c]
         a = np.reshape(t.value(sa), sha)
         p = TABLE[A.code[c]]
-        fn = _ESCAPE_VALUE[p.name]
-        if fn is np.matmul and A.is_array[c]:  # straight into the row's buffer: no temporary
+        if p.name == "matmul_blas" and A.is_array[c]:  # into the row's buffer: no temporary
             vb, vy = t.value(sb), t.av[t.side_of[c]]
             b, y = np.reshape(vb, shb), np.reshape(vy, shy)
             pieces = batch_pieces(p, sha, shb, shy, threads)
@@ -1031,7 +1029,9 @@ class _Variant:
             else:
                 np.matmul(a, b, out=y)
             return
-        t.store(c, fn(a) if sb < 0 else fn(a, np.reshape(t.value(sb), shb)))
+        esc = ESCAPES[p.name]
+        y = esc.value(a, np.reshape(t.value(sb), shb) if sb >= 0 else None, **params)
+        t.store(c, pack(np, y, esc.outputs(sha, shb, **params)))
 
     def output(self):
         o = self.out

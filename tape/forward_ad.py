@@ -17,6 +17,9 @@ recorded too, which gives everything that nests:
   Hessian-vector products);
 - exiting a level clears its tangents from every tensor; a tangent is never dual at its own
   level (rows recorded by a level's own rules carry no tangent at that level).
+- when nothing in a tensor's history requires grad and no other active level is dual there,
+  ``unpack_dual`` gives a plain primal and tangent (as PyTorch does), which NumPy and plotting
+  take; otherwise both keep their history.
 
 Only recorded operations carry tangents: code run under ``tape.no_grad()`` is constant for
 forward mode too. Levels are per thread (PyTorch's are process-wide): a thread sees only the
@@ -34,7 +37,7 @@ from jit.table import OPCODE
 from . import _record
 from ._state import state
 from ._tangents import TapeReader, row_tangent
-from ._tape import current_tape, newest_tape_id
+from ._tape import current_tape, horizon_of, newest_tape_id
 from ._tensor import Tensor
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
@@ -68,6 +71,8 @@ class _Level:
         self.owned_tapes = set()  # tapes recorded by this level's rules only
         self.fn_out = {}  # (tape id, slot) -> tangent of a Function output (from its jvp)
         self.leaf_sources = {}  # id(leaf) -> tangent, for leaves recorded as they are
+        self.oldest = None  # the oldest tape of a make_dual source (``_tape.horizon``)
+        self.first = {}  # tape id -> its first make_dual source row
 
     def is_own(self, t, i):
         # (owned_tapes holds the ids of every tape made while this level's rules ran, another
@@ -186,6 +191,11 @@ def make_dual(tensor, tangent, *, level=None):
         value = _record.check_dtype(np.array(pv, dtype=np.float64), "make_dual")
         y = _record.result(value, t, t.const(value))  # recorded, so ops on it are too
     lv.sources[(y._tape.id, y._slot)] = tangent
+    tid = y._tape.id
+    if lv.oldest is None or tid < lv.oldest:
+        lv.oldest = tid
+    if y._slot < lv.first.get(tid, y._slot + 1):
+        lv.first[tid] = y._slot
     return y
 
 
@@ -197,7 +207,29 @@ def unpack_dual(tensor, *, level=None):
     lv = _level(level, "unpack_dual")
     if type(tensor) is not Tensor or tensor._tape is None or not tensor._rg:
         return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(tensor, _tangent(lv, tensor._tape, tensor._slot))
+    tangent = _tangent(lv, tensor._tape, tensor._slot)
+    if _forward_only(lv, tensor, tangent):
+        # nothing here requires grad and no other level is dual here: the history exists for
+        # this level's tangents only, so the pair is plain, as PyTorch gives it
+        return UnpackedDualTensor(_record.plain(tensor._v),
+                                  None if tangent is None else _record.plain(tangent._v))
+    return UnpackedDualTensor(tensor, tangent)
+
+
+def _forward_only(lv, *tensors):
+    """True when the tapes of `tensors` hold no tensor that requires grad (a leaf), no link to
+    another tape and no dual input of another level: they are recorded only so that `lv` can
+    work out tangents. (A link could lead to any history: its tensor keeps its history, so that
+    this check stays O(1) in what came before.)"""
+    others = [o for o in state.levels if o is not lv]
+    for x in tensors:
+        if type(x) is not Tensor or not x._rg or x._tape is None:
+            continue
+        t = x._tape
+        if t.leaves or t.links or t.functions or any(
+                o.leaf_sources or any(k[0] == t.id for k in o.sources) for o in others):
+            return False
+    return True
 
 
 def _tangent(lv, t, slot):
@@ -219,8 +251,15 @@ def _scan(lv, t, upto):
     cur = state.tape if state.tape is not None and not state.tape.sealed else None
     cur_id, cur_len, newest = (cur.id if cur else None), (len(cur) if cur else 0), \
         newest_tape_id()
+    # (leaf sources are leaves of any age: links are then followed all the way)
+    oldest = None if lv.leaf_sources else horizon_of(lv.oldest)
+    start = lv.scanned.get(tid)
+    if start is None:
+        # the sources' oldest tape: rows before its first source read none of them (a loop
+        # that records on one tape scans only what it records from there on, not its history)
+        start = lv.first.get(tid, 0) if oldest == tid else 0
     try:
-        for i in range(lv.scanned.get(tid, 0), upto + 1):
+        for i in range(start, upto + 1):
             if lv.is_own(t, i):
                 continue
             src = lv.sources.get((tid, i))
@@ -238,6 +277,8 @@ def _scan(lv, t, upto):
                 continue
             if op == LINK:
                 x = t.links[i]
+                if oldest is not None and x._tape.id < oldest:
+                    continue  # history older than every source: no tangent at this level
                 g = _tangent(lv, x._tape, x._slot)
             else:
                 ta = lv.tangents.get((tid, a)) if a >= 0 else None

@@ -10,6 +10,7 @@ from jit.table import OPCODE
 from . import autograd
 from ._record import unary
 from ._state import state
+from ._tape import newest_tape_id
 from ._tensor import Tensor, _LeafMeta
 from .forward_ad import exit_levels_from
 
@@ -22,6 +23,7 @@ class _FreshTape:
 
     def __enter__(self):
         self.prev = state.tape, state.grad
+        self.newest = newest_tape_id()
         self.depth = len(state.levels)
         self.shared = state.guards is not None and state.transforms > 0
         if not self.shared:
@@ -36,13 +38,20 @@ class _FreshTape:
         if self.shared:
             state.grad = self.prev[1]
             return False
-        recorded = state.tape is not None
-        if recorded:
-            state.tape.seal()
+        t = state.tape
         state.tape, state.grad = self.prev
-        if recorded:
+        if t is not None and not t.sealed and exc_type is None and t.id == newest_tape_id() \
+                and (state.transforms or state.levels):
+            # nested: the caller goes on recording on the call's tape, the newest, so its links
+            # still point to older tapes, and a loop of nested steps makes one tape per step
+            # (an outer backward's fixed cost is per tape)
+            state.tape = t
+        elif t is not None or newest_tape_id() != self.newest:
+            if t is not None:
+                t.seal()
             # later ops of the caller go to a new tape: a link always points to an older
             # tape (the backward visits tapes newest first), and the caller's tape is older
+            # than any the call made (even when its own tape was left by a nested one's exit)
             state.tape = None
         return False
 
@@ -161,10 +170,10 @@ def _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs):
     value and gradients are tensors with history."""
     args = list(args)
     xs = []
-    for i in nums:
-        args[i] = _fresh_input(args[i], i)
-        xs.append(args[i])
     with _FreshTape():
+        for i in nums:  # (on the call's tape: its backward then sweeps that tape alone)
+            args[i] = _fresh_input(args[i], i)
+            xs.append(args[i])
         out = f(*args, **kwargs)
         out, aux = _output_and_aux(out, has_aux)
         if out.size != 1:

@@ -11,6 +11,7 @@ import numpy as _np
 from . import _numpy_impl as _impl
 
 globals().update(_impl.EXPORTS)
+from ._polynomials import namespace as polynomial  # noqa: E402  (tnp.polynomial.polynomial.polyval)
 
 # every table ufunc under its NumPy name (tnp.exp, tnp.maximum, ...)
 for _ufunc in list(_impl.UFUNC_CODE) + sorted(_impl.ZERO_GRAD | _impl.PLAIN, key=str):

@@ -38,6 +38,7 @@ def register_scipy(ufunc=None):
     if not _REGISTERED or _REGISTERED[0] is not special:
         for name, row in SCIPY_SPECIAL.items():
             fn = getattr(special, name, None)
+            fn = getattr(fn, "__wrapped__", fn)  # SCIPY_ARRAY_API=1 wraps each ufunc
             if isinstance(fn, np.ufunc):
                 _record.UFUNC_CODE[fn] = OPCODE[row]
         _REGISTERED[:] = [special]

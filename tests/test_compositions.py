@@ -34,11 +34,23 @@ XP = np.array([-1.5, -0.4, 0.3, 1.2, 2.0])
 FP = np.array([0.5, -0.3, 1.1, 0.8, -0.6])
 XQ = np.array([-2.0, -1.1, 0.05, 0.9, 1.7, 2.4])
 MASK_2X3 = np.array([[True, False, True], [False, True, True]])
+EDGES = np.array([0.0, 0.0, 1.0, 0.0, 1.0, 0.0])  # exact zeros to trim, at any input
+EDGES_2D = np.array([[0.0, 0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0, 0.0], [0.0] * 5])
 
 
 def _sum(*ys):
     """Several outputs as one array (tuples, lists of arrays of different shapes)."""
     return np.concatenate([np.ravel(y) for y in ys])
+
+
+PP = np.polynomial.polynomial
+
+
+def _cf(name):
+    """numpy.polynomial.polynomial.<name> on arrays, tnp.polynomial.polynomial.<name> on tensors
+    (NumPy's converts its arguments to arrays first, which a tensor with a gradient refuses)."""
+    theirs, ours = getattr(PP, name), getattr(tnp.polynomial.polynomial, name)
+    return lambda *a, **k: (ours if any(isinstance(x, tape.Tensor) for x in a) else theirs)(*a, **k)
 
 
 # (id, f, args): f takes and returns float64 arrays
@@ -148,6 +160,43 @@ CASES = [
     ("polyadd", lambda a, b: np.polyadd(a, b), [R(3), R(5, seed=1)]),
     ("polysub", lambda a, b: np.polysub(a, b), [R(4), R(2, seed=1)]),
     ("polymul", lambda a, b: np.polymul(a, b), [R(3), R(4, seed=1)]),
+    ("polydiv", lambda u, v: _sum(*np.polydiv(u, v)), [R(5), R(3, seed=1)]),
+    ("logspace", lambda a, b: np.logspace(a, b, 5), [R(2), R(2, seed=1)]),
+    ("logspace-base-axis", lambda a, b, c: np.logspace(a, b, 3, base=c, axis=1, endpoint=False),
+     [R(2), R(1, seed=1), R(1, seed=2, lo=1.5, hi=3.0)]),
+    ("geomspace", lambda a, b: np.geomspace(a, b, 4), [R(2, lo=0.5), R(2, seed=1, lo=0.5)]),
+    ("geomspace-negative-axis", lambda a, b: np.geomspace(a, b, 3, axis=1),
+     [R(2, lo=-3.0, hi=-0.5), R(1, seed=1, lo=-3.0, hi=-0.5)]),
+    ("trim_zeros", lambda a: np.trim_zeros(a * EDGES), [R(6, lo=0.5)]),
+    ("trim_zeros-2d-front", lambda a: np.trim_zeros(a * EDGES_2D, "f", axis=1), [R(3, 5)]),
+    ("partition", lambda a: np.partition(a, [1, 3], axis=0), [distinct(5, 2)]),
+    ("apply_over_axes", lambda a: np.apply_over_axes(np.sum, a, [0, 2]), [R(2, 3, 2)]),
+    ("poly", lambda r: np.poly(r), [R(4)]),
+    ("P-polyval", lambda x, c: _cf("polyval")(x, c), [R(3, 2), R(4, seed=1)]),
+    ("P-polyval-tensor", lambda x, c: _cf("polyval")(x, c), [R(3), R(4, 2, seed=1)]),
+    ("P-polyval2d", lambda x, y, c: PP.polyval2d(x, y, c), [R(3), R(3, seed=1), R(2, 3, seed=2)]),
+    ("P-polyval3d", lambda x, y, z, c: _cf("polyval3d")(x, y, z, c),
+     [R(2), R(2, seed=1), R(2, seed=2), R(2, 1, 3, seed=3)]),
+    ("P-polygrid2d", lambda x, y, c: PP.polygrid2d(x, y, c), [R(2), R(3, seed=1), R(3, 2, seed=2)]),
+    ("P-polygrid3d", lambda x, y, z, c: _cf("polygrid3d")(x, y, z, c),
+     [R(2), R(3, seed=1), R(1, seed=2), R(2, 2, 2, seed=3)]),
+    ("P-polyvalfromroots", lambda x, r: _cf("polyvalfromroots")(x, r), [R(4), R(3, seed=1)]),
+    ("P-polyadd", lambda a, b: _cf("polyadd")(a, b), [R(3), R(5, seed=1)]),
+    ("P-polysub", lambda a, b: _cf("polysub")(a, b), [R(4), R(2, seed=1)]),
+    ("P-polymulx", lambda c: _cf("polymulx")(c), [R(3)]),
+    ("P-polymul", lambda a, b: _cf("polymul")(a, b), [R(3), R(4, seed=1)]),
+    ("P-polydiv", lambda a, b: _sum(*_cf("polydiv")(a, b)), [R(5), R(3, seed=1)]),
+    ("P-polypow", lambda c: _cf("polypow")(c, 3), [R(3)]),
+    ("P-polyder", lambda c: _cf("polyder")(c, 2, scl=1.5), [R(5)]),
+    ("P-polyder-axis", lambda c: _cf("polyder")(c, axis=1), [R(2, 4)]),
+    ("P-polyint", lambda c: _cf("polyint")(c, 2, k=[1.0, 2.0], lbnd=0.5, scl=2.0), [R(3)]),
+    ("P-polyint-axis", lambda c: _cf("polyint")(c, axis=1), [R(2, 3)]),
+    ("P-polyvander", lambda x: _cf("polyvander")(x, 3), [R(2, 2)]),
+    ("P-polyvander2d", lambda x, y: _cf("polyvander2d")(x, y, [2, 1]), [R(3), R(3, seed=1)]),
+    ("P-polyvander3d", lambda x, y, z: _cf("polyvander3d")(x, y, z, [1, 2, 1]),
+     [R(2), R(2, seed=1), R(2, seed=2)]),
+    ("P-polyfromroots", lambda r: _cf("polyfromroots")(r), [distinct(5)]),
+    ("P-polycompanion", lambda c: _cf("polycompanion")(c), [R(4)]),
     ("apply_along_axis", lambda a: np.apply_along_axis(lambda r: r * np.sum(r), 1, a),
      [R(3, 4)]),
     ("vector_norm", lambda a: np.linalg.vector_norm(a, axis=1, ord=3), [R(3, 4)]),
@@ -194,7 +243,8 @@ def _moved(args):
 # numerical contract's exception: ~1e-13 relative)
 SMALL_MATMUL = {"cov", "cov-cols-y", "corrcoef", "convolve-full", "convolve-same-swapped",
                 "convolve-valid", "correlate", "correlate-valid-longer-v", "polymul", "matvec",
-                "vecmat", "multi_dot", "matrix_power", "matrix_power-negative"}
+                "vecmat", "multi_dot", "matrix_power", "matrix_power-negative", "poly",
+                "P-polymul", "P-polypow", "P-polyfromroots"}
 
 
 @pytest.mark.parametrize("name, f, args", CASES, ids=IDS)
@@ -247,6 +297,29 @@ def test_second_derivative_through_a_composition():
     h = 1e-6
     fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(6)])
     np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_second_derivative_through_coefficient_first_polynomials():
+    Q = tnp.polynomial.polynomial
+
+    def f(x):
+        c = Q.polyint(Q.polymul(x[:3], x[3:]), lbnd=0.3)
+        return np.sum(Q.polyval(x, c)) + np.sum(Q.polyvalfromroots(x[:2], x[4:]))
+
+    x = R(6, seed=7)
+    H = tape.hessian(f)(x)
+    g = tape.grad(f)
+    h = 1e-6
+    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(6)])
+    np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_polynomial_names_the_tensor_version():
+    c = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"tnp\.polynomial\.polynomial\.polyval \(the same"):
+        PP.polyval(0.5, c)
+    with pytest.raises(TypeError, match="np.poly of a matrix needs the eigenvalues"):
+        np.poly(tape.tensor(np.eye(2), requires_grad=True))
 
 
 def test_replay_follows_new_orders_and_segments():

@@ -1,4 +1,4 @@
-"""The conversion contract (README "Conversions", docs/porting.md): a tensor that carries a
+"""The conversion contract (README "Conversion contract", docs/porting.md): a tensor that carries a
 gradient (it requires grad: a leaf, a result with history, a dual number) never becomes a plain
 Python or NumPy value in silence. Each implicit conversion raises a TypeError that names the
 idiom and its fix; the explicit accessors (item, tolist, numpy, detach) work; tensors without a

@@ -275,6 +275,45 @@ def test_dual_level_basics():
     assert fwAD.unpack_dual(y).tangent is None  # no level active: no tangent
 
 
+def test_forward_only_results_are_plain():
+    """Nothing requires grad: the unpacked primal and tangent are plain tensors (PyTorch gives
+    plain ones too), so NumPy and plotting take them; the dual itself still refuses, since
+    converting it would drop its tangent."""
+    with fwAD.dual_level():
+        x = fwAD.make_dual(np.array([0.5, 1.0]), np.array([1.0, 2.0]))
+        y = np.sin(x) * 3.0
+        p, t = fwAD.unpack_dual(y)
+        assert not p.requires_grad and not t.requires_grad
+        np.testing.assert_allclose(np.asarray(t), 3.0 * np.cos([0.5, 1.0]) * [1.0, 2.0])
+        np.testing.assert_allclose(np.asarray(p), 3.0 * np.sin([0.5, 1.0]))
+        s = fwAD.unpack_dual(np.sum(x * x)).tangent  # a 0-d tangent
+        assert not s.requires_grad and float(s) == pytest.approx(2 * 0.5 * 1.0 + 2 * 1.0 * 2.0)
+        with pytest.raises(TypeError, match="lose the gradient"):
+            np.asarray(y)
+
+
+def test_unpacked_results_keep_history_when_it_matters():
+    # a leaf that requires grad: the tangent stays differentiable (reverse over forward)
+    w = tape.tensor(np.array([0.3, 0.9]), requires_grad=True)
+    with fwAD.dual_level():
+        t = fwAD.unpack_dual(np.sum(np.sin(fwAD.make_dual(w, np.ones(2))))).tangent
+        assert t.requires_grad
+    # a tangent that requires grad, given to make_dual
+    v = tape.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    with fwAD.dual_level():
+        t = fwAD.unpack_dual(np.sum(fwAD.make_dual(np.array([0.1, 0.2]), v) ** 2)).tangent
+    t.backward()
+    np.testing.assert_allclose(v.grad, [0.2, 0.4], rtol=1e-15)
+    # another active level is dual here: the inner tangent is dual at the outer level
+    with fwAD.dual_level() as outer:
+        x = fwAD.make_dual(0.7, 1.0, level=outer)
+        with fwAD.dual_level() as inner:
+            dy = fwAD.unpack_dual(np.sin(fwAD.make_dual(x, 1.0, level=inner)),
+                                  level=inner).tangent
+            assert dy.requires_grad
+        assert fwAD.unpack_dual(dy, level=outer).tangent.item() == pytest.approx(-np.sin(0.7))
+
+
 def test_unpack_in_a_loop_works_incrementally():
     with fwAD.dual_level():
         x = fwAD.make_dual(0.3, 1.0)

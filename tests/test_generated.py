@@ -21,7 +21,7 @@ def test_generated_module_records_table_hash():
     assert _interp.TABLE_HASH == jit.table_hash()
 
 
-def test_each_entry_point_has_exactly_one_signature():
+def test_each_entry_point_has_exactly_one_signature(tmp_path):
     from numba.core.config import DISABLE_JIT
     from numba.core.sigutils import normalize_signature
 
@@ -39,12 +39,30 @@ def test_each_entry_point_has_exactly_one_signature():
     tape.compile(lambda m: np.sum(np.exp(m @ m)), m)(m)
     # reverse_run_pass: the reverse of a tape with an escape, split among threads
     tape.compile(lambda m: np.sum(np.exp(m @ m)), m, threads=2).grad(m)
+    # unread_values: a backward that leaves rows of its tape unswept
+    y = np.sin(tape.tensor(np.ones(3), requires_grad=True))
+    first, other = np.sum(y * 2.0), np.sum(y * 3.0)  # noqa: F841 (other's rows stay unswept)
+    first.backward()
+    # data_pointers: a loaded recording's value addresses
+    cf = tape.compile(lambda x: np.sum(np.sin(x)), np.ones(3))
+    cf.grad(np.ones(3))
+    path = tmp_path / "sin.npz"
+    cf.save(path)
+    tape.load(path).grad(np.ones(3))
     for name in jit.ENTRY_POINTS:
         fn = getattr(_interp, name)
         expected = getattr(_interp, "SIG_" + name.upper())
         assert len(fn.signatures) == 1, (name, fn.signatures)
         args, _ = normalize_signature(expected)
         fn.compile(tuple(args))  # the declared signature is the one already compiled: no new one
+        assert len(fn.signatures) == 1, (name, fn.signatures)
+    from jit import _plan
+
+    for name in jit.PLANS:  # every eager backward's
+        fn = getattr(_plan, name)
+        assert len(fn.signatures) == 1, (name, fn.signatures)
+        args, _ = normalize_signature(getattr(_plan, "SIG_" + name.upper()))
+        fn.compile(tuple(args))
         assert len(fn.signatures) == 1, (name, fn.signatures)
 
 

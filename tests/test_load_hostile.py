@@ -243,7 +243,7 @@ def test_escape_shapes_must_follow_the_rule():
     files = _saved(lambda a: np.sum(np.linalg.inv(a)), a)
     meta = _meta(files)
     (c,) = meta["escapes"]
-    meta["escapes"][c] = [[1, 9], None, [9]]  # the same sizes, not an inverse's shapes
+    meta["escapes"][c] = [[1, 9], None, [9], {}]  # the same sizes, not an inverse's shapes
     _set_meta(files, meta)
     with pytest.raises(ValueError, match=r"\(inv\).*shapes"):
         _load(files)

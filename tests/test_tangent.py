@@ -455,7 +455,7 @@ def test_escape_rows_are_skipped_and_segments_compose():
     assert np.isnan(block(c, t.escapes[c][2])).all()
     jit.tangent_sweep(*args, 0, c)
     sa, sb = A.R[c, 1], A.R[c, 2]
-    sha, shb, shy = t.escapes[c]
+    sha, shb, shy, _ = t.escapes[c]
     x, y = np.reshape(t.value(sa), sha), np.reshape(t.value(sb), shb)
     block(c, shy)[...] = block(sa, sha) @ y + x @ block(sb, shb)  # d(XY) = dX Y + X dY
     mid = (c + 1 + n) // 2  # two segments after the escape compose like one

@@ -11,12 +11,12 @@ import numpy as np
 
 import tape
 from _setup_once import setup_once
+from jit._cache import cache_dir
 
 OPS = 1000  # ops per recording benchmark: reported ms == us per op
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.dirname(os.path.dirname(_HERE))
-_NUMBA_CACHE = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(_ROOT, ".numba_cache")
+_NUMBA_CACHE = cache_dir()  # NUMBA_CACHE_DIR, else the per-user directory every run shares
 
 
 def _scalar_chain(p):

@@ -1,0 +1,96 @@
+"""Where the interpreters' compiled code is cached, and the one line a first compile prints.
+
+Numba caches a ``cache=True`` function in ``NUMBA_CACHE_DIR`` when it is set, else in a
+``__pycache__`` beside the source. tapejit's own functions go to one per-user directory when the
+variable is not set (``$XDG_CACHE_HOME/tapejit/numba``, else ``~/.cache/tapejit/numba``), so
+``python -m jit.warmup``, ``make`` and a plain ``python my_script.py`` all load the same compiled
+code, wherever they run from and whether or not the package directory is writable. The choice is
+made per function (``njit`` below sets Numba's ``config.CACHE_DIR`` only while it creates our
+dispatchers), so the user's own Numba functions keep Numba's default.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from contextlib import contextmanager, nullcontext
+
+import numba
+from numba import config
+
+NOTICE_AFTER = 2.0  # seconds: a load from the cache takes well under one, a compile minutes
+
+
+def cache_dir() -> str:
+    """The directory holding tapejit's compiled kernels."""
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    if chosen:
+        return chosen
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tapejit", "numba")
+
+
+@contextmanager
+def _ours():
+    before = config.CACHE_DIR
+    config.CACHE_DIR = cache_dir()
+    try:
+        yield
+    finally:
+        config.CACHE_DIR = before
+
+
+def njit(*args, **kwargs):
+    """``numba.njit``; with ``cache=True`` the function is cached in ``cache_dir()``."""
+    if not kwargs.get("cache"):
+        return numba.njit(*args, **kwargs)
+    if len(args) == 1 and callable(args[0]) and not kwargs.keys() - {"cache"}:
+        with _ours():
+            return numba.njit(args[0], cache=True)
+    decorate = numba.njit(*args, **kwargs)
+
+    def apply(fn):
+        with _ours():
+            return decorate(fn)
+    return apply
+
+
+_announced = threading.Event()
+
+
+@contextmanager
+def compile_notice(what: str):
+    """Print one line to stderr if the body (a load from the cache, or a compile) is still
+    running after NOTICE_AFTER seconds: that is a compile, and it takes minutes. Once a process."""
+    def tell():
+        if not _announced.is_set():
+            _announced.set()
+            print(f"tapejit: compiling its Numba kernels for this machine ({what} first; once, "
+                  f"about 1-3 minutes on 2 cores; cached in {cache_dir()}). "
+                  f"`python -m jit.warmup` does this ahead of time.", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(NOTICE_AFTER, tell)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def load(module, name: str, notice: bool = True):
+    """``module.name``, compiled for its one signature (``SIG_<NAME>``) or loaded from the cache,
+    under a compile notice (unless `notice` is False): the first call then finds it ready."""
+    fn = getattr(module, name)
+    sig = getattr(module, "SIG_" + name.upper(), None)
+    if sig is None or not hasattr(fn, "overloads"):  # (NUMBA_DISABLE_JIT: a plain function)
+        return fn
+    from numba.core.sigutils import normalize_signature
+
+    args, _ = normalize_signature(sig)
+    if tuple(args) not in fn.overloads:
+        with compile_notice(name) if notice else nullcontext():
+            # the argument-type tuple a real call looks up (a signature string would be cached
+            # under a key that calls never hit, and the first call would compile again)
+            fn.compile(tuple(args))
+    return fn

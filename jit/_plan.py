@@ -1,0 +1,115 @@
+"""The small per-tape passes of an eager backward, each one jitted loop.
+
+Done with NumPy, each is a dozen small calls of ~1 us: a fixed cost per tape that is most of
+the cost of a small gradient, and is paid for every tape of a nested loop (two per inner
+step). The loops read and write only the arrays they are given.
+"""
+from __future__ import annotations
+
+from ._cache import njit  # cache=True: tapejit's cache directory (jit/_cache.py)
+
+from ._interp import _addr, _ld_word
+
+SIG_BUILD_TAPE = ("void(int64[::1], int64[::1], int64[::1], int64, float64[::1], int64[:, ::1], "
+                  "int64[:, ::1], int64[::1], boolean[::1], int64[::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def build_tape(rows, side, ids, field, sv, R, S, size, is_array, VA):
+    """rows: (code, a, b) per slot, flat; side: (slot, n, ia offset, fa offset) per side row,
+    flat; ids: per side row, the address of its array value's object (its data pointer is the
+    word at ``field`` bytes into it), 0 for a 0-d value, -1 for a value packed by
+    saved_tensors_hooks (its address is filled in when unpacked). Fills R (code, a, b, side row;
+    a 0-d row's column 3 holds -1 - e, e the row after its run of 0-d rows), S (n, ia offset,
+    fa offset), size, is_array and VA (the address of each slot's value; 0-d values in sv)."""
+    n = R.shape[0]
+    base = _addr(sv)
+    for i in range(n):
+        R[i, 0] = rows[3 * i]
+        R[i, 1] = rows[3 * i + 1]
+        R[i, 2] = rows[3 * i + 2]
+        R[i, 3] = -1
+        size[i] = 1
+        is_array[i] = False
+        VA[i] = base + 8 * i
+    for k in range(S.shape[0]):
+        s = side[4 * k]
+        R[s, 3] = k
+        S[k, 0] = side[4 * k + 1]
+        S[k, 1] = side[4 * k + 2]
+        S[k, 2] = side[4 * k + 3]
+        a = ids[k]
+        if a != 0:
+            size[s] = S[k, 0]
+            is_array[s] = True
+            VA[s] = 0 if a < 0 else _ld_word(a + field)
+    end = n  # the first row after i that is not 0-d
+    for i in range(n - 1, -1, -1):
+        if R[i, 3] < 0:
+            R[i, 3] = -1 - end
+        else:
+            end = i
+
+
+SIG_ARENA_OFFSETS = "int64(boolean[::1], int64[::1], uint8[::1], int64[::1])"
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def arena_offsets(is_array, size, mask, GO):
+    """Adjoint arena offsets: a 0-d slot s at GO[s] = s, the array slots in `mask` packed after
+    the n 0-d cells in slot order. Returns the arena's length."""
+    n = GO.shape[0]
+    end = n
+    for s in range(n):
+        if is_array[s] and mask[s]:
+            GO[s] = end
+            end += size[s]
+        else:
+            GO[s] = s
+    return end
+
+
+SIG_MARK_SWEPT = "boolean(uint8[::1], uint8[::1], int64[:, ::1])"
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def mark_swept(freed, rows, R):
+    """freed[i] = 1 for the rows a backward swept (rows[i] set); True when every row that has
+    an operand is now swept (the tape's values can go)."""
+    done = True
+    for i in range(freed.shape[0]):
+        if rows[i]:
+            freed[i] = 1
+        elif not freed[i] and R[i, 1] >= 0:
+            done = False
+    return done
+
+
+SIG_UNREAD_VALUES = ("int64(uint8[::1], int64[:, ::1], boolean[::1], boolean[::1], int64[::1], "
+                     "boolean[::1], int64[::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def unread_values(freed, R, reads_value, is_array, VA, read, out):
+    """After a partial backward: read[s] for the slots a row not yet swept reads (its operands
+    when its opcode's rule reads values, and its own value); the array slots no such row reads
+    and whose address is still set go to `out`, their address zeroed (the caller drops the
+    arrays). Returns how many."""
+    n = freed.shape[0]
+    for i in range(n):
+        if freed[i] or not reads_value[R[i, 0] & 255]:
+            continue
+        a = R[i, 1]
+        b = R[i, 2]
+        if a >= 0:
+            read[a] = True
+            read[i] = True
+        if b >= 0:
+            read[b] = True
+    count = 0
+    for s in range(n):
+        if is_array[s] and not read[s] and VA[s] != 0:
+            VA[s] = 0
+            out[count] = s
+            count += 1
+    return count

@@ -1,0 +1,116 @@
+"""The array API's data types over tapejit: float64 tensors, NumPy arrays for the rest.
+
+Tensors are float64 (the tape records float64 and nothing else), so a float64 result is a
+tensor and differentiates; boolean and integer results (comparisons, ``argmax``, ``nonzero``,
+``astype(x, int64)``) are plain NumPy arrays, as comparisons on tensors already are. float32 and
+the complex types are refused with an error that says so: a float32 result computed in float64
+would be a silent change of precision, and the tape has no complex values.
+"""
+import builtins
+
+import numpy as np
+
+from .._record import plain
+from .._tensor import Tensor
+
+bool = np.dtype(np.bool_)  # noqa: A001  (the standard's name)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float32, float64 = np.dtype(np.float32), np.dtype(np.float64)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+SUPPORTED = {"bool": bool, "int8": int8, "int16": int16, "int32": int32, "int64": int64,
+             "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+             "float64": float64}
+_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
+          "real floating": "f", "complex floating": "c", "numeric": "iufc"}
+
+
+def check(dtype, where):
+    """`dtype` as a NumPy dtype the namespace can make, or a TypeError naming why not."""
+    if dtype is None:
+        return None
+    dt = np.dtype(dtype)
+    if dt in SUPPORTED.values():
+        return dt
+    if dt.kind == "c":
+        why = "the tape has no complex values"
+    elif dt.kind == "f":
+        why = "tensors are float64 (a float32 result computed in float64 would not be float32)"
+    else:
+        why = "it is not an array API data type"
+    raise TypeError(f"tape.array_api.{where}: dtype {dt} is not supported: {why}. Supported: "
+                    f"{', '.join(SUPPORTED)}.")
+
+
+def dtype_of(x):
+    if type(x) is Tensor:
+        return float64
+    if isinstance(x, np.dtype):
+        return x
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return np.dtype(x)
+    return np.asarray(x).dtype
+
+
+def isdtype(dtype, kind):
+    """Whether `dtype` is of `kind`: a dtype, a kind name ('real floating', 'integral', ...)
+    or a tuple of those (the standard's rule)."""
+    if isinstance(kind, tuple):
+        return builtins.any(isdtype(dtype, k) for k in kind)
+    dtype = np.dtype(dtype)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; one of {sorted(_KINDS)}")
+        return dtype.kind in _KINDS[kind]
+    return dtype == np.dtype(kind)
+
+
+def result_type(*arrays_and_dtypes):
+    """The standard's promotion over tensors (float64), NumPy arrays, dtypes and Python
+    scalars (which take the array's kind, as NEP 50 does)."""
+    args = [float64 if type(a) is Tensor else a for a in arrays_and_dtypes]
+    if not args:
+        raise ValueError("result_type: at least one array or dtype is required")
+    return np.result_type(*args)
+
+
+def can_cast(from_, to, /):
+    return np.can_cast(dtype_of(from_), np.dtype(to))
+
+
+def finfo(type, /):  # noqa: A002  (the standard's name)
+    dt = dtype_of(type)
+    if dt.kind != "f":
+        raise ValueError(f"finfo: {dt} is not a real floating-point data type")
+    return np.finfo(dt)
+
+
+def iinfo(type, /):  # noqa: A002
+    dt = dtype_of(type)
+    if dt.kind not in "iu":
+        raise ValueError(f"iinfo: {dt} is not an integer data type")
+    return np.iinfo(dt)
+
+
+def wrap(r):
+    """A namespace result: float values as tensors (constants when NumPy computed them from
+    plain data), integer and boolean ones as NumPy arrays (0-d arrays, never NumPy scalars)."""
+    tr = type(r)
+    if tr is Tensor:
+        return r
+    if tr is float:
+        return plain(r)
+    if isinstance(r, (np.ndarray, np.generic)):
+        k = r.dtype.kind
+        if k == "f":
+            return plain(float(r) if r.ndim == 0 else np.array(r, dtype=np.float64, order="C"))
+        if k in "biu":
+            return np.asarray(r)
+        raise TypeError(f"tape.array_api: a result of dtype {r.dtype} is not supported (the tape "
+                        "has no complex values)")
+    if tr in (builtins.bool, int):
+        return np.asarray(r)
+    if isinstance(r, (tuple, list)):
+        return tr(wrap(x) for x in r) if tr in (tuple, list) else tr(*(wrap(x) for x in r))
+    return r

@@ -1,0 +1,89 @@
+"""One cache for everyone (jit/_cache.py): tapejit's kernels go to NUMBA_CACHE_DIR when it is set,
+else to one per-user directory that `make`, `python -m jit.warmup` and a plain script share; the
+user's own Numba functions keep Numba's default; a first compile says so on stderr, once, and a
+load from the cache is silent."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jit import _cache
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PROBE = """
+import numba, jit
+from jit import _interp
+from jit._cache import cache_dir
+@numba.njit(cache=True)
+def users_own(x):
+    return x + 1
+print(cache_dir())
+print(_interp.need_pass._cache._cache_path)
+print(users_own._cache._cache_path)
+print(numba.config.CACHE_DIR)
+"""
+
+
+def _run(code, env, where):
+    base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    base.update(env, PYTHONPATH=str(ROOT))
+    script = where / "script.py"  # a file: Numba caches functions of files only
+    script.write_text(code)
+    return subprocess.run([sys.executable, str(script)], env=base, capture_output=True,
+                          text=True, timeout=120, cwd=where)
+
+
+def test_the_default_is_one_per_user_directory(tmp_path):
+    r = _run(_PROBE, {"XDG_CACHE_HOME": str(tmp_path)}, tmp_path)
+    assert r.returncode == 0, r.stderr
+    chosen, ours, users, config = r.stdout.split("\n")[:4]
+    assert chosen == str(tmp_path / "tapejit" / "numba")
+    assert ours.startswith(chosen)
+    assert not users.startswith(chosen)  # the user's function: Numba's own default
+    assert config == ""  # and Numba's setting is left as it was
+    r2 = _run(_PROBE, {"HOME": str(tmp_path / "home")}, tmp_path)
+    assert r2.stdout.split("\n")[0] == str(tmp_path / "home" / ".cache" / "tapejit" / "numba")
+
+
+def test_numba_cache_dir_wins(tmp_path):
+    r = _run(_PROBE, {"NUMBA_CACHE_DIR": str(tmp_path / "mine"), "XDG_CACHE_HOME": str(tmp_path)},
+             tmp_path)
+    assert r.returncode == 0, r.stderr
+    chosen, ours, users, _ = r.stdout.split("\n")[:4]
+    assert chosen == str(tmp_path / "mine") and ours.startswith(chosen) and users.startswith(chosen)
+
+
+def test_a_slow_first_load_prints_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
+    monkeypatch.setattr(_cache, "_announced", type(_cache._announced)())
+    with _cache.compile_notice("sweep"):
+        time.sleep(0.3)
+    with _cache.compile_notice("tangent_sweep"):
+        time.sleep(0.3)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "compiling" in err and "python -m jit.warmup" in err
+
+
+def test_a_fast_load_is_silent(monkeypatch, capsys):
+    monkeypatch.setattr(_cache, "_announced", type(_cache._announced)())
+    with _cache.compile_notice("sweep"):
+        pass
+    time.sleep(0.05)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+def test_a_warm_process_loads_silently(tmp_path):
+    env = {"NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"]} if "NUMBA_CACHE_DIR" in os.environ \
+        else {"HOME": os.path.expanduser("~")}
+    r = _run("import numpy as np, tape\n"
+             "print(tape.grad(lambda x: np.sum(np.sin(x) * x))(np.ones(3)))\n"
+             "print(tape.jvp(lambda x: np.exp(x), (np.ones(2),), (np.ones(2),))[1])", env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""

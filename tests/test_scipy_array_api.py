@@ -1,0 +1,253 @@
+"""SciPy's array-API functions on tensors, run with SCIPY_ARRAY_API=1.
+
+SciPy reads SCIPY_ARRAY_API once, when it is first imported, so this module runs in its own
+process: tests/test_array_api.py starts it with the variable set. Collected in a process where
+SciPy runs without it (the rest of the suite), it skips.
+"""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import tape
+import tape.array_api as xp
+from tests._fd import fd_vjp
+
+scipy = pytest.importorskip("scipy")
+from scipy._lib import _array_api_override  # noqa: E402
+
+if not _array_api_override.SCIPY_ARRAY_API:
+    pytest.skip("needs SCIPY_ARRAY_API=1 before SciPy is imported (tests/test_array_api.py runs "
+                "this module in a subprocess that sets it)", allow_module_level=True)
+
+from scipy import integrate, optimize, special, stats  # noqa: E402
+
+rng = np.random.default_rng(3)
+
+
+def _values(r):
+    return np.array(r.numpy()) if isinstance(r, tape.Tensor) else np.asarray(r)
+
+
+def _check(f, args, wrt=None, rtol=1e-6, hessian=True):
+    """f on tensors: SciPy's value on NumPy arrays, a gradient equal to finite differences of
+    SciPy on NumPy arrays, the same value and gradient from a compiled replay, a forward-mode
+    derivative equal to the gradient's projection, and (for small inputs) the Hessian equal to
+    finite differences of the gradient."""
+    wrt = tuple(range(len(args))) if wrt is None else wrt
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.asarray(f(*args), dtype=np.float64)
+    got = f(*[tape.tensor(a) for a in args])
+    assert isinstance(got, tape.Tensor)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(_values(got), want, rtol=1e-13, atol=1e-15)
+
+    ct = rng.standard_normal(want.shape)
+
+    def loss(*a):
+        return np.sum(f(*a) * ct)
+
+    grads = tape.grad(loss, argnums=wrt)(*args)
+    num = fd_vjp(lambda *a: f(*a), args, ct, wrt)
+    for i, g, n in zip(wrt, grads, num):
+        np.testing.assert_allclose(g, n, rtol=rtol, atol=1e-7 * max(1.0, np.abs(n).max()),
+                                   err_msg=f"gradient of argument {i}")
+
+    cf = tape.compile(loss, *args, argnums=wrt)
+    value, cgrads = cf.value_and_grad(*args)
+    assert value == float(np.sum(want * ct)) or np.isclose(value, np.sum(want * ct), rtol=1e-13)
+    for g, c in zip(grads, cgrads):
+        np.testing.assert_array_equal(c, g)  # replay computes what eager computes
+
+    tangents = tuple(rng.standard_normal(np.shape(a)) for a in args)
+    full = tuple(tangents[i] if i in wrt else np.zeros(np.shape(a)) for i, a in enumerate(args))
+    _, jv = tape.jvp(loss, tuple(args), full)
+    np.testing.assert_allclose(jv, sum(np.sum(g * tangents[i]) for i, g in zip(wrt, grads)),
+                               rtol=1e-10, atol=1e-12)
+
+    if hessian and len(wrt) == 1 and np.size(args[wrt[0]]) <= 8:
+        i = wrt[0]
+        H = np.asarray(tape.hessian(loss, argnums=i)(*args)).reshape(np.size(args[i]), -1)
+        eps = 1e-5
+        cols = []
+        for e in np.eye(np.size(args[i])):
+            up = list(args)
+            down = list(args)
+            up[i] = args[i] + eps * e.reshape(np.shape(args[i]))
+            down[i] = args[i] - eps * e.reshape(np.shape(args[i]))
+            gu = tape.grad(loss, argnums=i)(*up)
+            gd = tape.grad(loss, argnums=i)(*down)
+            cols.append(((gu - gd) / (2 * eps)).ravel())
+        np.testing.assert_allclose(H, np.array(cols), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# logsumexp, softmax, log_softmax
+
+LSE = [((5,), {}), ((2, 3), {"axis": 1}), ((2, 3), {"axis": 0, "keepdims": True}),
+       ((2, 3, 2), {"axis": (0, 2)}), ((2, 3), {}), ((1,), {"axis": 0}), ((), {})]
+
+
+@pytest.mark.parametrize("shape, kw", LSE)
+def test_logsumexp(shape, kw):
+    a = rng.standard_normal(shape) * 3.0
+    _check(lambda x: special.logsumexp(x, **kw), [a])
+
+
+@pytest.mark.parametrize("shape, kw", LSE[:4])
+def test_logsumexp_weights(shape, kw):
+    a = rng.standard_normal(shape)
+    b = rng.uniform(0.2, 2.0, shape)
+    # every array SciPy is given must come from one namespace: plain data as constant tensors
+    f = lambda x, w: special.logsumexp(xp.asarray(x), b=xp.asarray(w), **kw)  # noqa: E731
+    _check(f, [a, b], hessian=False)
+    _check(f, [a, b], wrt=(1,))
+
+
+def test_logsumexp_weights_that_are_zero_or_broadcast():
+    a = rng.standard_normal((2, 4))
+    b = np.array([1.0, 0.0, 2.0, 0.5])  # a zero weight drops its term, a broadcast row
+    _check(lambda x, w: special.logsumexp(xp.asarray(x), axis=-1, b=xp.asarray(w)), [a, b],
+           wrt=(0,))
+
+
+def test_mixing_numpy_arrays_and_tensors_is_scipys_error():
+    with pytest.raises(TypeError, match="Multiple namespaces"):
+        special.logsumexp(tape.tensor([1.0, 2.0]), b=np.array([1.0, 2.0]))
+
+
+def test_logsumexp_of_minus_infinity_and_sign():
+    a = np.array([0.3, -np.inf, 1.2])
+    x = tape.tensor(a, requires_grad=True)
+    y = special.logsumexp(x)
+    y.backward()
+    np.testing.assert_allclose(y.item(), special.logsumexp(a), rtol=1e-14)
+    np.testing.assert_allclose(x.grad, np.exp(a - special.logsumexp(a)), rtol=1e-14)
+    b = np.array([1.0, 1.0, -2.0])
+    r, sign = special.logsumexp(tape.tensor(a), b=tape.tensor(b), return_sign=True)
+    r0, s0 = special.logsumexp(a, b=b, return_sign=True)
+    assert sign.item() == s0 and np.isclose(r.item(), r0, rtol=1e-14)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, axis", [((5,), None), ((2, 3), 1), ((2, 3), 0),
+                                         ((2, 2, 2), (0, 2))])
+def test_softmax_and_log_softmax(fn, shape, axis):
+    a = rng.standard_normal(shape) * 2.0
+    _check(lambda x: getattr(special, fn)(x, axis=axis), [a])
+
+
+def test_softmax_with_dual_numbers():
+    import tape.forward_ad as fwAD
+
+    a = np.array([[0.3, -1.0, 2.0], [1.0, 0.5, -0.2]])
+    v = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 1.0]])
+    with fwAD.dual_level():
+        y = special.softmax(fwAD.make_dual(tape.tensor(a), tape.tensor(v)), axis=1)
+        primal, tangent = fwAD.unpack_dual(y)
+        primal, tangent = primal.detach().numpy(), tangent.detach().numpy()
+    s = special.softmax(a, axis=1)
+    np.testing.assert_allclose(primal, s, rtol=1e-14)
+    # d softmax = s * (v - sum(s * v)) along the axis
+    np.testing.assert_allclose(tangent, s * (v - np.sum(s * v, axis=1, keepdims=True)),
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_logsumexp_replays_with_new_arguments_and_guards_the_maximum():
+    def f(x):
+        return special.logsumexp(x, axis=1).sum()
+
+    x0 = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+    cf = tape.compile(f, x0)
+    for x in (x0 + 0.25, x0[:, ::-1].copy(), -x0):  # the second and third move the maximum
+        v, g = cf.value_and_grad(x)
+        v_e, g_e = tape.value_and_grad(f)(x)
+        assert v == v_e and np.array_equal(g, g_e)
+
+
+# ---------------------------------------------------------------------------------------------
+# Other array-API functions of SciPy that run on tensors (found by trying; docs/array_api.md
+# lists those that do not, and why)
+
+x8 = rng.uniform(0.5, 2.0, 8)
+OTHERS = {
+    "stats.moment": lambda x: stats.moment(x, order=3),
+    "stats.skew": stats.skew,
+    "stats.kurtosis": stats.kurtosis,
+    "stats.zscore": stats.zscore,
+    "stats.gzscore": stats.gzscore,
+    "stats.gmean": stats.gmean,
+    "stats.hmean": stats.hmean,
+    "stats.pmean": lambda x: stats.pmean(x, 2.5),
+    "stats.sem": stats.sem,
+    "stats.describe": lambda x: stats.describe(x).variance,
+    "stats.circmean": stats.circmean,
+    "stats.circvar": stats.circvar,
+    "stats.kstat": lambda x: stats.kstat(x, 3),
+    "stats.kstatvar": stats.kstatvar,
+    "stats.lmoment": lambda x: stats.lmoment(x),
+    "stats.trim_mean": lambda x: stats.trim_mean(x, 0.1),
+    "stats.iqr": stats.iqr,
+    "stats.median_abs_deviation": stats.median_abs_deviation,
+    "stats.quantile": lambda x: stats.quantile(x, 0.3),
+    "stats.differential_entropy": stats.differential_entropy,
+    "integrate.trapezoid": lambda x: integrate.trapezoid(x ** 2, x=np.cumsum(x)),
+    "integrate.cumulative_trapezoid": lambda x: integrate.cumulative_trapezoid(x, dx=0.1),
+    "integrate.cumulative_simpson": lambda x: integrate.cumulative_simpson(x, dx=0.1),
+    "integrate.romb": lambda x: integrate.romb(x[:5], dx=0.25),
+    "optimize.rosen": optimize.rosen,
+    "optimize.rosen_der": optimize.rosen_der,
+}
+
+
+@pytest.mark.parametrize("name", sorted(OTHERS))
+def test_other_array_api_functions(name):
+    _check(OTHERS[name], [x8.copy()], hessian=name in ("stats.skew", "integrate.trapezoid"))
+
+
+def test_a_numpy_only_function_refuses_a_tensor_by_name():
+    # simpson starts with np.asarray: never a silent value without its gradient
+    with pytest.raises(TypeError, match="gradient"):
+        integrate.simpson(tape.tensor(x8, requires_grad=True), dx=0.1)
+
+
+def test_special_ufuncs_take_the_namespace_route():
+    # SciPy's wrappers call xp.special.<name>: SciPy's ufunc on the tensor, not np.asarray
+    assert hasattr(xp, "special") and xp.special.gammaln.__name__ == "gammaln"
+    assert not hasattr(xp.special, "logsumexp")  # not a ufunc: SciPy's own array-API code
+    a = np.array([0.5, 1.5, 7.0])
+    c = special.gammaln(tape.tensor(a))  # a constant: SciPy's values
+    assert isinstance(c, tape.Tensor)
+    np.testing.assert_array_equal(c.numpy(), special.gammaln(a))
+    x = tape.tensor(a, requires_grad=True)
+    try:
+        y = special.gammaln(x)
+    except TypeError as e:  # no table row for it: tapejit's error naming the function
+        assert "scipy.special.gammaln" in str(e) and "NumPy array" not in str(e), str(e)
+    else:  # a table row records it: its gradient is the digamma function
+        np.sum(y).backward()
+        np.testing.assert_allclose(x.grad, special.digamma(a), rtol=1e-12)
+
+
+def test_the_example_of_docs_array_api_runs():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "array_api.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    ns = {}
+    exec(compile(code, "docs/array_api.md", "exec"), ns)
+    # w = 0: every class equally likely, the log-likelihood is -n log 4 and its gradient
+    # X^T (onehot(y) - 1/4)
+    X, y = ns["X"].numpy(), ns["y"]
+    np.testing.assert_allclose(ns["value"], -len(y) * np.log(4.0), rtol=1e-14)
+    np.testing.assert_allclose(ns["g"], X.T @ (np.eye(4)[y] - 0.25), rtol=1e-12, atol=1e-13)
+
+
+def test_environment_is_the_one_scipy_read():
+    assert os.environ.get("SCIPY_ARRAY_API") == "1"
+    x = tape.tensor([1.0, 2.0])
+    from scipy._lib._array_api import array_namespace
+
+    assert array_namespace(x) is tape.array_api
