@@ -22,14 +22,14 @@ The text below the marker is rendered into ``_interp.py`` and ``_tangent.py`` by
 ``jit/_generate.py`` (Numba's cache only sees the file of a jitted entry point); this module is
 importable on its own for tests.
 """
-from math import erf, erfc, exp, gamma, inf, lgamma, log, log1p, nan, pi, sin, sqrt, tan
+from math import exp, inf, log, log1p, nan, sin, sqrt, tan
 
 import numpy as np
 
 from numba import njit
 
 # ---- rendered into _interp.py below this line ----
-from math import erf, erfc, gamma, lgamma, pi  # noqa: E402,F811 (the special rows' libm)
+from math import erf, erfc, gamma, lgamma, pi  # noqa: E402 (the special rows' libm)
 
 _SQRT_PI = 1.7724538509055160273
 _TWO_OVER_SQRT_PI = 1.1283791670955125739

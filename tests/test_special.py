@@ -14,7 +14,7 @@ import pytest
 
 import tape
 import tape.forward_ad as fwAD
-from jit.table import OPCODE, SCIPY_SPECIAL, SPECIAL_ROWS, TABLE
+from jit.table import SCIPY_SPECIAL, SPECIAL_ROWS, TABLE
 
 from _fd import check_vjp, fd_vjp
 from test_forward import check_jvp
