@@ -196,6 +196,13 @@ CASES = [
     ("P-polyvander3d", lambda x, y, z: _cf("polyvander3d")(x, y, z, [1, 2, 1]),
      [R(2), R(2, seed=1), R(2, seed=2)]),
     ("P-polyfromroots", lambda r: _cf("polyfromroots")(r), [distinct(5)]),
+    ("polyfit", lambda x, y: np.polyfit(x, y, 2), [distinct(6), R(6, seed=1)]),
+    ("polyfit-weights-2d", lambda x, y, w: np.polyfit(x, y, 1, w=w), [distinct(5), R(5, 2, seed=1),
+                                                                       R(5, seed=2, lo=0.5)]),
+    ("polyfit-cov", lambda x, y: _sum(*np.polyfit(x, y, 1, cov=True)), [distinct(6), R(6, seed=1)]),
+    ("P-polyfit", lambda x, y: _cf("polyfit")(x, y, 2), [distinct(6), R(6, seed=1)]),
+    ("P-polyfit-degrees-weights", lambda x, y, w: _cf("polyfit")(x, y, [0, 2], w=w),
+     [distinct(5), R(5, 2, seed=1), R(5, seed=2, lo=0.5)]),
     ("P-polycompanion", lambda c: _cf("polycompanion")(c), [R(4)]),
     ("apply_along_axis", lambda a: np.apply_along_axis(lambda r: r * np.sum(r), 1, a),
      [R(3, 4)]),
@@ -244,7 +251,8 @@ def _moved(args):
 SMALL_MATMUL = {"cov", "cov-cols-y", "corrcoef", "convolve-full", "convolve-same-swapped",
                 "convolve-valid", "correlate", "correlate-valid-longer-v", "polymul", "matvec",
                 "vecmat", "multi_dot", "matrix_power", "matrix_power-negative", "poly",
-                "P-polymul", "P-polypow", "P-polyfromroots"}
+                "P-polymul", "P-polypow", "P-polyfromroots", "polyfit", "polyfit-weights-2d",
+                "polyfit-cov", "P-polyfit", "P-polyfit-degrees-weights"}
 
 
 @pytest.mark.parametrize("name, f, args", CASES, ids=IDS)
