@@ -10,6 +10,9 @@ array([1.38177329, 1.38177329, 1.38177329])
 from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
 from . import _einsum  # noqa: F401  (registers np.einsum)
 from . import _compositions  # noqa: F401  (registers NumPy functions built from others)
+from . import _shapes  # noqa: F401  (registers shape and manipulation compositions)
+from . import _signals  # noqa: F401  (registers signal and sampled-function compositions)
+from . import _statistics  # noqa: F401  (registers statistics compositions)
 from . import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
 from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining
 from ._state import enable_grad, is_grad_enabled, no_grad
