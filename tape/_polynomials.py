@@ -155,6 +155,18 @@ def poly(seq_of_zeros):
     return a
 
 
+def _check_fit(x, y):
+    """NumPy's checks of a least-squares fit's samples (both families word them alike)."""
+    if x.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if y.ndim < 1 or y.ndim > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError("expected x and y to have same length")
+
+
 def _rank_warning(rank, order, full):
     if rank != order and not full:
         import warnings
@@ -172,14 +184,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     x, y = as_tensor(x) + 0.0, as_tensor(y) + 0.0
     if deg < 0:
         raise ValueError("expected deg >= 0")
-    if x.ndim != 1:
-        raise TypeError("expected 1D vector for x")
-    if x.size == 0:
-        raise TypeError("expected non-empty vector for x")
-    if y.ndim < 1 or y.ndim > 2:
-        raise TypeError("expected 1D or 2D array for y")
-    if x.shape[0] != y.shape[0]:
-        raise TypeError("expected x and y to have same length")
+    _check_fit(x, y)
     if rcond is None:
         rcond = len(x) * np.finfo(np.float64).eps
     lhs, rhs = np.vander(x, order), y
@@ -432,14 +437,7 @@ def cf_polyfit(x, y, deg, rcond=None, full=False, w=None):
         raise TypeError("deg must be an int or non-empty 1-D array of int")
     if deg.min() < 0:
         raise ValueError("expected deg >= 0")
-    if x.ndim != 1:
-        raise TypeError("expected 1D vector for x")
-    if x.size == 0:
-        raise TypeError("expected non-empty vector for x")
-    if y.ndim < 1 or y.ndim > 2:
-        raise TypeError("expected 1D or 2D array for y")
-    if len(x) != len(y):
-        raise TypeError("expected x and y to have same length")
+    _check_fit(x, y)
     if deg.ndim == 0:
         lmax, order = int(deg), int(deg) + 1
         van = cf_polyvander(x, lmax)

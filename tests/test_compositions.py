@@ -293,6 +293,12 @@ def test_jvp_against_finite_differences(f, args):
                                                                                 initial=0)))
 
 
+def _hessian_matches_differences(f, x, h=1e-6):
+    g = tape.grad(f)
+    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+    np.testing.assert_allclose(tape.hessian(f)(x), fd, rtol=1e-5, atol=1e-6)
+
+
 def test_second_derivative_through_a_composition():
     """Higher order: the Hessian of a quantile-free smooth composition against finite
     differences of the gradient."""
@@ -300,12 +306,7 @@ def test_second_derivative_through_a_composition():
         return np.sum(np.sinc(x) * np.polyval(x, x)) + np.sum(np.trapezoid(np.cov(np.reshape(
             x, (2, 3)))))
 
-    x = R(6, seed=5)
-    H = tape.hessian(f)(x)
-    g = tape.grad(f)
-    h = 1e-6
-    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(6)])
-    np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6)
+    _hessian_matches_differences(f, R(6, seed=5))
 
 
 def test_second_derivative_through_coefficient_first_polynomials():
@@ -315,12 +316,7 @@ def test_second_derivative_through_coefficient_first_polynomials():
         c = Q.polyint(Q.polymul(x[:3], x[3:]), lbnd=0.3)
         return np.sum(Q.polyval(x, c)) + np.sum(Q.polyvalfromroots(x[:2], x[4:]))
 
-    x = R(6, seed=7)
-    H = tape.hessian(f)(x)
-    g = tape.grad(f)
-    h = 1e-6
-    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(6)])
-    np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6)
+    _hessian_matches_differences(f, R(6, seed=7))
 
 
 def test_numpy_polynomial_names_the_tensor_version():
