@@ -78,9 +78,7 @@ BY_NATURE_WHY = {
 
 NOT_YET_WHY = {
     "roots": "needs eigenvalues of a general matrix",
-    "polyfit": "a least-squares solve (linalg.lstsq)",
 }
-NOT_YET_WHY["polynomial.polyfit"] = "a least-squares solve (linalg.lstsq)"
 NOT_YET_WHY["polynomial.polyroots"] = "needs eigenvalues of a general matrix"
 
 _SPECIAL_UFUNCS = {np.matmul, np.deg2rad, np.radians, np.rad2deg, np.degrees, np.remainder,

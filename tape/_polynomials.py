@@ -155,6 +155,67 @@ def poly(seq_of_zeros):
     return a
 
 
+def _check_fit(x, y):
+    """NumPy's checks of a least-squares fit's samples (both families word them alike)."""
+    if x.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if y.ndim < 1 or y.ndim > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError("expected x and y to have same length")
+
+
+def _rank_warning(rank, order, full):
+    if rank != order and not full:
+        import warnings
+
+        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning,
+                      stacklevel=3)
+
+
+@implements(np.polyfit)
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's least-squares fit (columns of the Vandermonde matrix scaled to unit norm, then
+    lstsq): differentiable in x, y and w; the rank is read from the singular values (a guard
+    under tape.compile)."""
+    order = int(deg) + 1
+    x, y = as_tensor(x) + 0.0, as_tensor(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    _check_fit(x, y)
+    if rcond is None:
+        rcond = len(x) * np.finfo(np.float64).eps
+    lhs, rhs = np.vander(x, order), y
+    if w is not None:
+        w = as_tensor(w) + 0.0
+        if w.ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if w.shape[0] != y.shape[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if rhs.ndim == 2 else w)
+    scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, sv = np.linalg.lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    _rank_warning(rank, order, full)
+    if full:
+        return c, resids, rank, sv, rcond
+    if cov:
+        vbase = np.linalg.inv(lhs.T @ lhs) / np.outer(scale, scale)
+        if cov == "unscaled":
+            fac = 1.0
+        else:
+            if len(x) <= order:
+                raise ValueError("the number of data points must exceed order to scale the "
+                                 "covariance matrix")
+            fac = resids / (len(x) - order)
+        return (c, vbase * fac) if y.ndim == 1 else (c, vbase[:, :, None] * fac)
+    return c
+
+
 # ---------------------------------------------------------------------------------------------
 # numpy.polynomial.polynomial: coefficients lowest power first
 
@@ -364,6 +425,48 @@ def cf_polyvander2d(x, y, deg):
 @_coef_first(P.polyvander3d)
 def cf_polyvander3d(x, y, z, deg):
     return _vander_nd((x, y, z), deg)
+
+
+@_coef_first(P.polyfit)
+def cf_polyfit(x, y, deg, rcond=None, full=False, w=None):
+    """numpy.polynomial's least-squares fit: rows of the Vandermonde matrix scaled to unit
+    norm, lstsq, differentiable in x, y and w."""
+    x, y = as_tensor(x) + 0.0, as_tensor(y) + 0.0
+    deg = np.asarray(deg)
+    if deg.ndim > 1 or deg.dtype.kind not in "iu" or deg.size == 0:
+        raise TypeError("deg must be an int or non-empty 1-D array of int")
+    if deg.min() < 0:
+        raise ValueError("expected deg >= 0")
+    _check_fit(x, y)
+    if deg.ndim == 0:
+        lmax, order = int(deg), int(deg) + 1
+        van = cf_polyvander(x, lmax)
+    else:
+        deg = np.sort(deg)
+        lmax, order = int(deg[-1]), len(deg)
+        van = cf_polyvander(x, lmax)[:, deg]
+    lhs, rhs = van.T, y.T
+    if w is not None:
+        w = as_tensor(w) + 0.0
+        if w.ndim != 1:
+            raise TypeError("expected 1D vector for w")
+        if len(x) != len(w):
+            raise TypeError("expected x and w to have same length")
+        lhs, rhs = lhs * w, rhs * w
+    if rcond is None:
+        rcond = len(x) * np.finfo(np.float64).eps
+    scl = np.sqrt(np.sum(np.square(lhs), axis=1))
+    scl = np.where(np.asarray(scl == 0), 1.0, scl)  # (a guarded mask, as NumPy's scl[scl == 0])
+    c, resids, rank, sv = np.linalg.lstsq(lhs.T / scl, rhs.T, rcond)
+    c = (c.T / scl).T
+    if deg.ndim > 0:  # zeros at the degrees not fitted
+        rows = [None] * (lmax + 1)
+        for i, d in enumerate(deg.tolist()):
+            rows[d] = c[i]
+        zero = c[0] * 0.0
+        c = np.stack([zero if r is None else r for r in rows])
+    _rank_warning(rank, order, full)
+    return (c, [resids, rank, sv, rcond]) if full else c
 
 
 @_coef_first(P.polyfromroots)

@@ -1,4 +1,5 @@
-"""NumPy functions built from others (tape/_compositions.py), in every mode they claim.
+"""NumPy functions built from others (tape/_statistics.py, _shapes.py, _signals.py,
+_polynomials.py, _compositions.py), in every mode they claim.
 
 Each case is a NumPy function of float64 arrays, called on tensors through NumPy's dispatch. It
 is checked against NumPy's own value, its VJP against central finite differences (random
@@ -196,6 +197,13 @@ CASES = [
     ("P-polyvander3d", lambda x, y, z: _cf("polyvander3d")(x, y, z, [1, 2, 1]),
      [R(2), R(2, seed=1), R(2, seed=2)]),
     ("P-polyfromroots", lambda r: _cf("polyfromroots")(r), [distinct(5)]),
+    ("polyfit", lambda x, y: np.polyfit(x, y, 2), [distinct(6), R(6, seed=1)]),
+    ("polyfit-weights-2d", lambda x, y, w: np.polyfit(x, y, 1, w=w), [distinct(5), R(5, 2, seed=1),
+                                                                       R(5, seed=2, lo=0.5)]),
+    ("polyfit-cov", lambda x, y: _sum(*np.polyfit(x, y, 1, cov=True)), [distinct(6), R(6, seed=1)]),
+    ("P-polyfit", lambda x, y: _cf("polyfit")(x, y, 2), [distinct(6), R(6, seed=1)]),
+    ("P-polyfit-degrees-weights", lambda x, y, w: _cf("polyfit")(x, y, [0, 2], w=w),
+     [distinct(5), R(5, 2, seed=1), R(5, seed=2, lo=0.5)]),
     ("P-polycompanion", lambda c: _cf("polycompanion")(c), [R(4)]),
     ("apply_along_axis", lambda a: np.apply_along_axis(lambda r: r * np.sum(r), 1, a),
      [R(3, 4)]),
@@ -244,7 +252,8 @@ def _moved(args):
 SMALL_MATMUL = {"cov", "cov-cols-y", "corrcoef", "convolve-full", "convolve-same-swapped",
                 "convolve-valid", "correlate", "correlate-valid-longer-v", "polymul", "matvec",
                 "vecmat", "multi_dot", "matrix_power", "matrix_power-negative", "poly",
-                "P-polymul", "P-polypow", "P-polyfromroots"}
+                "P-polymul", "P-polypow", "P-polyfromroots", "polyfit", "polyfit-weights-2d",
+                "polyfit-cov", "P-polyfit", "P-polyfit-degrees-weights"}
 
 
 @pytest.mark.parametrize("name, f, args", CASES, ids=IDS)
@@ -284,6 +293,12 @@ def test_jvp_against_finite_differences(f, args):
                                                                                 initial=0)))
 
 
+def _hessian_matches_differences(f, x, h=1e-6):
+    g = tape.grad(f)
+    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+    np.testing.assert_allclose(tape.hessian(f)(x), fd, rtol=1e-5, atol=1e-6)
+
+
 def test_second_derivative_through_a_composition():
     """Higher order: the Hessian of a quantile-free smooth composition against finite
     differences of the gradient."""
@@ -291,12 +306,7 @@ def test_second_derivative_through_a_composition():
         return np.sum(np.sinc(x) * np.polyval(x, x)) + np.sum(np.trapezoid(np.cov(np.reshape(
             x, (2, 3)))))
 
-    x = R(6, seed=5)
-    H = tape.hessian(f)(x)
-    g = tape.grad(f)
-    h = 1e-6
-    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(6)])
-    np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6)
+    _hessian_matches_differences(f, R(6, seed=5))
 
 
 def test_second_derivative_through_coefficient_first_polynomials():
@@ -306,12 +316,7 @@ def test_second_derivative_through_coefficient_first_polynomials():
         c = Q.polyint(Q.polymul(x[:3], x[3:]), lbnd=0.3)
         return np.sum(Q.polyval(x, c)) + np.sum(Q.polyvalfromroots(x[:2], x[4:]))
 
-    x = R(6, seed=7)
-    H = tape.hessian(f)(x)
-    g = tape.grad(f)
-    h = 1e-6
-    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(6)])
-    np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6)
+    _hessian_matches_differences(f, R(6, seed=7))
 
 
 def test_numpy_polynomial_names_the_tensor_version():
