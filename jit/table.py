@@ -85,6 +85,27 @@ TABLE: tuple[Prim, ...] = (
     _u("arccosh", np.arccosh, "acosh(x)", "_arccosh_d(x)"),
     _u("arctanh", np.arctanh, "atanh(x)", "1.0 / (1.0 - x * x)"),
     _u("copy", np.positive, "x", "1.0"),
+    # scipy.special's ufuncs (``SCIPY_SPECIAL`` names them; kernels in jit/_special.py): no
+    # NumPy ufunc here, since jit never imports SciPy
+    _u("gammaln", None, "_lgamma(x)", "_digamma(x)"),
+    _u("loggamma", None, "_loggamma(x)", "_digamma(x)"),
+    _u("gamma", None, "_gamma(x)", "y * _digamma(x)"),
+    _u("digamma", None, "_digamma(x)", "_polygamma(1.0, x)"),
+    _u("erf", None, "erf(x)", "_erf_d(x)"),
+    _u("erfc", None, "erfc(x)", "-_erf_d(x)"),
+    _u("erfcx", None, "_erfcx(x)", "_erfcx_d(x, y)"),
+    _u("erfinv", None, "_erfinv(x)", "_erfinv_d(y)"),
+    _u("ndtr", None, "_ndtr(x)", "_npdf(x)"),
+    _u("log_ndtr", None, "_log_ndtr(x)", "_log_ndtr_d(x, y)"),
+    _u("ndtri", None, "_ndtri(x)", "_ndtri_d(y)"),
+    _u("expit", None, "_expit(x)", "_expit_d(x)"),
+    _u("logit", None, "_logit(x)", "1.0 / (x * (1.0 - x))"),
+    _u("log_expit", None, "_log_expit(x)", "_expit(-x)"),
+    _u("i0", None, "_bessel_i(0.0, x, False)", "_i1(x)"),
+    _u("i0e", None, "_bessel_i(0.0, x, True)", "_i0e_d(x, y)"),
+    _u("i1", None, "_i1(x)", "_i1_d(x, y)"),
+    _u("i1e", None, "_i1e(x)", "_i1e_d(x, y)"),
+    _u("entr", None, "_entr(x)", "_entr_d(x)"),
     # binary elementwise: f(a, b) and its partials in terms of a, b and y = f(a, b)
     _b("add", np.add, "a + b", "1.0", "1.0"),
     _b("subtract", np.subtract, "a - b", "1.0", "-1.0"),
@@ -99,6 +120,18 @@ TABLE: tuple[Prim, ...] = (
     _b("minimum", np.minimum, "_minimum(a, b)", "_pick_max(-a, -b)", "_pick_max(-b, -a)"),
     _b("fmax", np.fmax, "_fmax(a, b)", "_pick_fmax(a, b)", "_pick_fmax(b, a)"),
     _b("fmin", np.fmin, "_fmin(a, b)", "_pick_fmax(-a, -b)", "_pick_fmax(-b, -a)"),
+    # scipy.special's binary ufuncs (polygamma's order n is a constant: tape/_special.py
+    # refuses a differentiable one, so its partial is never read)
+    _b("polygamma", None, "_polygamma(a, b)", "nan", "_polygamma(a + 1.0, b)"),
+    _b("betaln", None, "_betaln(a, b)", "_digamma_diff(a, b)", "_digamma_diff(b, a)"),
+    _b("beta", None, "_beta(a, b)", "y * _digamma_diff(a, b)", "y * _digamma_diff(b, a)"),
+    _b("xlogy", None, "_xlogy(a, b)", "log(b)", "a / b"),
+    _b("xlog1py", None, "_xlog1py(a, b)", "log1p(b)", "a / (1.0 + b)"),
+    _b("rel_entr", None, "_rel_entr(a, b)", "_entropy_dx(a, b, 0.0)", "_entropy_dy(a, b, 0.0)"),
+    _b("kl_div", None, "_kl_div(a, b)", "_entropy_dx(a, b, 1.0)", "_entropy_dy(a, b, 1.0)"),
+    _b("huber", None, "_huber(a, b)", "_huber_ddelta(a, b)", "_huber_dr(a, b)"),
+    _b("pseudo_huber", None, "_pseudo_huber(a, b)", "_pseudo_huber_ddelta(a, b)",
+       "_pseudo_huber_dr(a, b)"),
     # select: y = where(mask, a, b); mask is constant index data
     Prim("where", "select", np.where),
     # reductions and scans over the middle axis of (P, R, Q)
@@ -148,6 +181,17 @@ FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}
 # eager value and its replay are the same bits on every machine.
 NUMPY_EXACT = frozenset({"neg", "abs", "sqrt", "square", "reciprocal", "copy", "add", "subtract",
                          "multiply", "divide", "maximum", "minimum"})
+# scipy.special ufunc name -> the row that computes it (tape registers the ufunc objects the
+# first time one reaches a tensor; scipy.special.psi is digamma's alias)
+SCIPY_SPECIAL = {"gammaln": "gammaln", "loggamma": "loggamma", "gamma": "gamma",
+                 "digamma": "digamma", "psi": "digamma", "erf": "erf", "erfc": "erfc",
+                 "erfcx": "erfcx", "erfinv": "erfinv", "ndtr": "ndtr", "log_ndtr": "log_ndtr",
+                 "ndtri": "ndtri", "expit": "expit", "logit": "logit", "log_expit": "log_expit",
+                 "i0": "i0", "i0e": "i0e", "i1": "i1", "i1e": "i1e", "entr": "entr",
+                 "betaln": "betaln", "beta": "beta", "xlogy": "xlogy", "xlog1py": "xlog1py",
+                 "rel_entr": "rel_entr", "kl_div": "kl_div", "huber": "huber",
+                 "pseudo_huber": "pseudo_huber"}
+SPECIAL_ROWS = frozenset(OPCODE[name] for name in SCIPY_SPECIAL.values()) | {OPCODE["polygamma"]}
 OWN_VALUE = frozenset(c for c, p in enumerate(TABLE)
                       if p.family in ("unary", "binary") and p.name not in NUMPY_EXACT)
 
@@ -348,6 +392,14 @@ def vmath_source() -> str:
 VMATH_MARKER = "# ---- rendered into _interp.py below this line ----\n"
 
 
+def special_source() -> str:
+    """The kernels of the special-function rows (jit/_special.py), as rendered into the sweeps."""
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "_special.py")) as fh:
+        return fh.read().split(VMATH_MARKER, 1)[1]
+
+
 @functools.lru_cache(maxsize=1)
 def table_hash() -> str:
     """A short hash of everything the generated kernels depend on (the table is fixed for the
@@ -359,4 +411,5 @@ def table_hash() -> str:
         h.update(repr((p.name, p.family, p.f, p.d) + ((p.vf,) if p.vf else ())).encode())
     h.update(HELPERS.encode())
     h.update(vmath_source().encode())
+    h.update(special_source().encode())
     return h.hexdigest()[:16]

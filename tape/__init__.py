@@ -14,7 +14,8 @@ from . import _shapes  # noqa: F401  (registers shape and manipulation compositi
 from . import _signals  # noqa: F401  (registers signal and sampled-function compositions)
 from . import _statistics  # noqa: F401  (registers statistics compositions)
 from . import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
-from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining
+from . import special  # noqa: F401  (registers np.i0; scipy.special maps lazily)
+from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, stats
 from ._state import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor, tensor
 from .backward_state import BackwardState

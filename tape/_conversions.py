@@ -106,6 +106,14 @@ def _library_line(names, kind):
                 return (f"scipy.linalg.{name} converts its arguments with np.asarray, which would "
                         f"lose the gradient: call tape.scipy.linalg.{name} (the same "
                         f"signature), which records.")
+        if mod.startswith("scipy.stats."):
+            return ("scipy.stats' distributions convert their arguments with np.asarray, which "
+                    "would lose the gradient: call tape.stats (the same calls, e.g. "
+                    "tape.stats.norm.logpdf(x, loc, scale); docs/special.md lists them), which "
+                    "records.")
+        if mod.startswith("scipy.special") and name == "polygamma":
+            return ("scipy.special.polygamma converts its arguments with np.asarray, which would "
+                    "lose the gradient: call tape.special.polygamma(n, x), which records.")
         if mod == "numpy.polynomial.polynomial" and name in COEF_FIRST:
             return (f"numpy.polynomial.polynomial.{name} converts its arguments to arrays, which "
                     f"would lose the gradient: call tnp.polynomial.polynomial.{name} (the same "

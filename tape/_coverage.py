@@ -77,7 +77,6 @@ BY_NATURE_WHY = {
 }
 
 NOT_YET_WHY = {
-    "i0": "a Bessel function: a kernel of its own (with scipy.special's)",
     "roots": "needs eigenvalues of a general matrix",
 }
 NOT_YET_WHY["polynomial.polyroots"] = "needs eigenvalues of a general matrix"
@@ -176,9 +175,81 @@ def render():
     return "\n".join(lines) + "\n"
 
 
+# -- SciPy (rendered when SciPy is importable; the NumPy part above stands alone without it) --
+
+SCIPY_HEADING = "## SciPy"
+# scipy.special functions that are not ufuncs, and how they do on tensors
+SCIPY_FUNCTIONS = {
+    "polygamma": (DIFFERENTIABLE, "as `tape.special.polygamma(n, x)` (SciPy's calls "
+                                  "np.asarray first): " + MODES + ", in x"),
+    "softplus": (DIFFERENTIABLE, MODES + " (SciPy's is np.logaddexp(0, x))"),
+}
+# scipy.stats distribution -> the methods tape.stats has for it
+STATS = {
+    "norm": "logpdf, pdf, logcdf, cdf", "t": "logpdf, pdf", "gamma": "logpdf, pdf",
+    "beta": "logpdf, pdf", "expon": "logpdf, pdf, logcdf, cdf",
+    "cauchy": "logpdf, pdf, logcdf, cdf",
+    "lognorm": "logpdf, pdf, logcdf, cdf", "poisson": "logpmf, pmf", "binom": "logpmf, pmf",
+    "nbinom": "logpmf, pmf", "multivariate_normal": "logpdf, pdf",
+}
+
+
+def scipy_special_table():
+    """(name, kind, detail) for every public ufunc of scipy.special and the functions above;
+    None without SciPy."""
+    try:
+        import scipy.special as special
+    except ImportError:
+        return None
+    from jit.table import SCIPY_SPECIAL
+
+    from .special import register_scipy
+
+    register_scipy()
+    rows = []
+    for name in sorted(dir(special)):
+        obj = getattr(special, name)
+        if name.startswith("_"):
+            continue
+        if name in SCIPY_FUNCTIONS:
+            rows.append((name,) + SCIPY_FUNCTIONS[name])
+        elif isinstance(obj, np.ufunc):
+            if name in SCIPY_SPECIAL:
+                rows.append((name, DIFFERENTIABLE, f"{MODES} (row `{SCIPY_SPECIAL[name]}`)"))
+            else:
+                rows.append((name, NOT_YET, "no row yet: a TypeError names it"))
+    return rows
+
+
+def render_scipy():
+    rows = scipy_special_table()
+    if rows is None:
+        return ""
+    import scipy
+
+    done = sum(1 for r in rows if r[1] == DIFFERENTIABLE)
+    lines = [
+        "", SCIPY_HEADING, "",
+        f"SciPy {scipy.__version__} (rendered when SciPy is installed; `import tape` never imports "
+        "it). scipy.special's ufuncs reach `Tensor.__array_ufunc__`: those below marked "
+        "differentiable are table rows with tapejit's own kernels (accuracy against SciPy: "
+        "[special.md](special.md)). scipy.stats' distributions call `np.asarray` on their "
+        "arguments; `tape.stats` has the same calls on tensors.",
+        "", f"### scipy.special ({done} of {len(rows)} differentiable)", "",
+        "| function | kind | modes, or why |", "|---|---|---|"]
+    for name, kind, detail in rows:
+        lines.append(f"| `scipy.special.{name}` | {kind} | {detail} |")
+    lines += ["", "### scipy.stats", "",
+              "| distribution | `tape.stats` methods (differentiable in every argument) |",
+              "|---|---|"]
+    for name, methods in STATS.items():
+        lines.append(f"| `scipy.stats.{name}` | {methods} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    text = render()
+    text = render() + render_scipy()
     if "--check" in argv:
         with open(OUT) as f:
             if f.read() != text:

@@ -83,6 +83,8 @@ def _ufunc_call(ufunc, inputs, kwargs):
         return UFUNC_FUNCS[ufunc](*inputs)
     else:
         code = UFUNC_CODE.get(ufunc)
+        if code is None and _scipy_special(ufunc):
+            code = UFUNC_CODE.get(ufunc)
         if code is None:
             raise TypeError(f"{_ufunc_name(ufunc)} is not supported on tapejit tensors "
                             "(use t.detach().numpy() if you only need values)")
@@ -105,6 +107,14 @@ def _ufunc_call(ufunc, inputs, kwargs):
         return target
     target._rebind(r)
     return target
+
+
+def _scipy_special(ufunc):
+    """Register scipy.special's ufuncs (tape/special.py) when one of them first reaches a
+    tensor; True if ``ufunc`` is now known."""
+    from .special import register_scipy
+
+    return register_scipy(ufunc)
 
 
 def _ufunc_name(ufunc):

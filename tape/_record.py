@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from jit.table import HELPERS, OPCODE, OWN_VALUE, TABLE
+from jit.table import HELPERS, OPCODE, OWN_VALUE, SPECIAL_ROWS, TABLE
 
 from ._arrays import _FIELD
 from ._conversions import conversion_error
@@ -30,7 +30,8 @@ COPY = OPCODE["copy"]
 F64 = np.dtype(np.float64)
 
 # NumPy ufunc -> elementwise opcode (the table's rows, plus NumPy's aliases of them)
-UFUNC_CODE = {p.ufunc: c for c, p in enumerate(TABLE) if p.family in ("unary", "binary")}
+UFUNC_CODE = {p.ufunc: c for c, p in enumerate(TABLE)
+              if p.family in ("unary", "binary") and p.ufunc is not None}
 UFUNC_CODE[np.fabs] = OPCODE["abs"]
 UFUNC_CODE[np.float_power] = OPCODE["power"]
 UFUNC_CODE[np.conjugate] = OPCODE["copy"]
@@ -81,6 +82,13 @@ def _scalar_fn(p, ns):
     return fn
 
 
+def _own_scalar(code, unary):
+    """A special-function row's 0-d value by its compiled loop: the bits a replay computes."""
+    if unary:
+        return lambda x: own_unary(code, x)
+    return lambda a, b: float(own_binary(code, a, b))
+
+
 def _scalar_table():
     ns = _python_scalar_namespace()
     fns = [None] * len(TABLE)
@@ -88,6 +96,8 @@ def _scalar_table():
         if p.family in ("unary", "binary"):
             fns[code] = _scalar_fn(p, ns)
     # float arithmetic that cannot raise: call the operator directly
+    for code in SPECIAL_ROWS:  # no NumPy ufunc to fall back on: the kernel's own loop
+        fns[code] = _own_scalar(code, TABLE[code].family == "unary")
     fns[OPCODE["add"]] = operator.add
     fns[OPCODE["subtract"]] = operator.sub
     fns[OPCODE["multiply"]] = operator.mul

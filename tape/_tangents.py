@@ -133,6 +133,9 @@ def _formula_namespace():
           "_pow_da": _pow_da, "_pow_db": _pow_db, "_logaddexp_d": _logaddexp_d,
           "_arctan_d": _arctan_d, "_arcsinh_d": _arcsinh_d, "_arccosh_d": _arccosh_d,
           "_atan2_d": _atan2_d}
+    from ._special_rules import HELPERS
+
+    ns.update(HELPERS)  # the special rows' helpers, differentiable (not piecewise constant)
     for name, fn in _scalar_helpers().items():
         ns.setdefault(name, _piecewise(fn))
     return ns

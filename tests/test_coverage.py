@@ -16,8 +16,38 @@ def test_every_numpy_callable_is_classified():
 
 
 def test_the_table_is_fresh():
+    """The NumPy part always; the SciPy section where SciPy is installed."""
     with open(_coverage.OUT) as f:
-        assert f.read() == _coverage.render(), "run python -m tape._coverage"
+        text = f.read()
+    scipy_part = _coverage.render_scipy()
+    if not scipy_part:
+        cut = text.find("\n" + _coverage.SCIPY_HEADING + "\n")
+        text = text if cut < 0 else text[:cut]
+    assert text == _coverage.render() + scipy_part, "run python -m tape._coverage"
+
+
+def _scipy_rows(kind):
+    rows = _coverage.scipy_special_table()
+    return [] if rows is None else [r[0] for r in rows if r[1] == kind]
+
+
+@pytest.mark.parametrize("name", _scipy_rows(_coverage.DIFFERENTIABLE))
+def test_a_differentiable_scipy_special_function_differentiates(name):
+    special = pytest.importorskip("scipy.special")
+    x = tape.tensor(np.linspace(0.2, 0.8, 4), requires_grad=True)
+    fn = tape.special.polygamma if name == "polygamma" else getattr(special, name)
+    args = (1, x) if name == "polygamma" else (x,) * fn.nin if isinstance(fn, np.ufunc) else (x,)
+    (g,) = tape.autograd.grad(np.sum(fn(*args)), [x])
+    assert np.all(np.isfinite(g))
+
+
+@pytest.mark.parametrize("name", _scipy_rows(_coverage.NOT_YET))
+def test_a_scipy_special_function_not_covered_yet_names_itself(name):
+    special = pytest.importorskip("scipy.special")
+    fn = getattr(special, name)
+    # (an alias such as jn is named as its ufunc is: jv)
+    with pytest.raises(TypeError, match=f"scipy.special.{fn.__name__} is not supported"):
+        fn(*(_leaf(),) * fn.nin)
 
 
 def _obj(qualname):

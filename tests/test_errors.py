@@ -206,8 +206,8 @@ def test_grad_outputs_count_must_match():
 
 def test_unsupported_numpy_function_names_it():
     x = leaf([1.0, 2.0])
-    with pytest.raises(TypeError, match="numpy.i0.*not supported.*detach"):
-        np.i0(x)
+    with pytest.raises(TypeError, match="numpy.roots.*not supported.*detach"):
+        np.roots(x)
     with pytest.raises(TypeError, match="fft"):
         np.fft.fft(x)
     with pytest.raises(TypeError, match="numpy.gcd"):
@@ -388,8 +388,8 @@ def test_has_aux_needs_a_pair_nested_too():
 
 def test_scipy_ufuncs_are_named_as_scipy_special():
     special = pytest.importorskip("scipy.special")
-    with pytest.raises(TypeError, match=r"scipy\.special\.gammaln is not supported"):
-        special.gammaln(leaf([1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"scipy\.special\.jv is not supported"):
+        special.jv(1.0, leaf([1.0, 2.0]))
 
 
 def test_tape_distributed_loads_on_first_use():
@@ -403,10 +403,10 @@ def test_tape_distributed_loads_on_first_use():
 
 def test_unsupported_function_on_a_compiled_data_argument_says_what_to_do():
     def f(x, data):
-        return np.sum(x * np.i0(data))
+        return np.sum(x * np.roots(data))
 
-    with pytest.raises(TypeError, match="numpy.i0 is not supported.*compute it outside f"):
-        tape.compile(f, np.ones(2), np.ones(2), argnums=0)
-    with pytest.raises(TypeError, match="numpy.i0 is not supported") as e:
-        np.i0(leaf([1.0, 2.0]))
+    with pytest.raises(TypeError, match="numpy.roots is not supported.*compute it outside f"):
+        tape.compile(f, np.ones(2), np.ones(3), argnums=0)
+    with pytest.raises(TypeError, match="numpy.roots is not supported") as e:
+        np.roots(leaf([1.0, 2.0]))
     assert "tape.compile" not in str(e.value)  # (eager: no word about compile)

@@ -1,0 +1,282 @@
+"""scipy.special's ufuncs on tensors: every special-function row of the table, through the
+user's own ``scipy.special`` calls, in every mode (eager reverse, compiled replay, forward mode
+by ``tape.jvp`` and by dual numbers, second order), against SciPy's values and finite
+differences. Accuracy over whole domains: tests/test_special_accuracy.py."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+
+import tape
+import tape.forward_ad as fwAD
+from jit.table import SCIPY_SPECIAL, SPECIAL_ROWS, TABLE
+
+from _fd import check_vjp, fd_vjp
+from test_forward import check_jvp
+
+sc = pytest.importorskip("scipy.special")
+
+
+def _uniform(lo, hi):
+    return lambda rng, shape: rng.uniform(lo, hi, size=shape)
+
+
+def _either_sign(lo, hi):
+    """|x| in [lo, hi], either sign (away from a kink or pole at 0)."""
+    return lambda rng, shape: rng.uniform(lo, hi, size=shape) * rng.choice([-1.0, 1.0], shape)
+
+
+# domains away from poles and kinks, where SciPy's values are accurate to a few ulps (so that
+# values compare at 1e-13) and central differences with h = 1e-6 resolve the derivative
+UNARY = {
+    "gammaln": _uniform(0.1, 30.0), "loggamma": _uniform(0.1, 30.0),
+    "gamma": _uniform(0.2, 8.0), "digamma": _uniform(0.1, 30.0), "psi": _uniform(0.1, 30.0),
+    "erf": _uniform(-3.0, 3.0), "erfc": _uniform(-3.0, 3.0), "erfcx": _uniform(-2.0, 30.0),
+    "erfinv": _uniform(-0.95, 0.95), "ndtr": _uniform(-6.0, 6.0),
+    "log_ndtr": _uniform(-30.0, 6.0), "ndtri": _uniform(0.02, 0.98),
+    "expit": _uniform(-20.0, 20.0), "logit": _uniform(0.02, 0.98),
+    "log_expit": _uniform(-30.0, 30.0), "i0": _uniform(-25.0, 25.0),
+    "i0e": _either_sign(0.05, 40.0), "i1": _uniform(-25.0, 25.0),
+    "i1e": _either_sign(0.05, 40.0), "entr": _uniform(0.05, 5.0),
+}
+BINARY = {
+    "betaln": (_uniform(0.2, 40.0), _uniform(0.2, 40.0)),
+    "beta": (_uniform(0.3, 6.0), _uniform(0.3, 6.0)),
+    "xlogy": (_uniform(-3.0, 3.0), _uniform(0.1, 5.0)),
+    "xlog1py": (_uniform(-3.0, 3.0), _uniform(-0.9, 5.0)),
+    "rel_entr": (_uniform(0.1, 4.0), _uniform(0.1, 4.0)),
+    "kl_div": (_uniform(0.1, 4.0), _uniform(0.1, 4.0)),
+    "huber": (_uniform(0.5, 2.0), _either_sign(0.05, 4.0)),
+    "pseudo_huber": (_uniform(0.2, 3.0), _uniform(-4.0, 4.0)),
+}
+SHAPES = [(), (1,), (7,), (2, 3)]
+
+
+def _fn(name):
+    return getattr(sc, name)
+
+
+def _seed(*key):
+    return zlib.crc32(repr(key).encode())
+
+
+def _ours(f):
+    """f on tensors, NumPy arrays made constant tensors first: our kernels' values (finite
+    differences then differentiate ours; SciPy's values are compared separately)."""
+    def g(*args):
+        return f(*(a if isinstance(a, tape.Tensor) else tape.tensor(np.asarray(a, float))
+                   for a in args))
+
+    return g
+
+
+def _close_to_scipy(name, *args):
+    f = _fn(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = f(*args)
+    # betaln crosses zero inside its domain: an absolute tolerance of its terms' rounding there
+    np.testing.assert_allclose(_ours(f)(*args).numpy(), want, rtol=1e-13,
+                               atol=1e-13 if name == "betaln" else 0.0)
+
+
+def test_every_special_row_is_tested_here():
+    rows = {TABLE[c].name for c in SPECIAL_ROWS}
+    assert rows == {SCIPY_SPECIAL[n] for n in UNARY} | set(BINARY) | {"polygamma"}
+    for name in SCIPY_SPECIAL:
+        assert isinstance(_fn(name), np.ufunc), name
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_value_and_gradient(name, shape):
+    rng = np.random.default_rng(_seed(name, shape))
+    x = UNARY[name](rng, shape)
+    f = _fn(name)
+    _close_to_scipy(name, x)
+    check_vjp(lambda a: f(a * 1.0), [x], rng=rng, rtol=1e-6, atol=1e-8, f_np=_ours(f))
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_forward_and_second_order(name):
+    rng = np.random.default_rng(11)
+    f = _ours(_fn(name))
+    check_jvp(f, [UNARY[name](rng, (5,))], rng, order2=True, rtol=2e-6, atol=1e-7)
+    check_jvp(lambda a: f(a * 1.0), [float(UNARY[name](rng, ()))], rng, order2=True,
+              rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_grad_of_grad(name):
+    """tape.grad of tape.grad (create_graph: the partial's formula as tensor operations)."""
+    rng = np.random.default_rng(12)
+    f = _fn(name)
+    x = UNARY[name](rng, (4,))
+    d2 = tape.grad(lambda a: np.sum(tape.grad(lambda b: np.sum(f(b)))(a)))
+    got = d2(x)
+
+    def d1(a):
+        return np.asarray(tape.grad(lambda b: np.sum(f(b)))(a))
+
+    (want,) = fd_vjp(d1, [x], np.ones(4), [0])
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@pytest.mark.parametrize("shapes", [((), ()), ((4,), (4,)), ((2, 3), (3,)), ((3, 1), (1, 4)),
+                                    ((), (5,)), ((2, 2), ())], ids=str)
+def test_binary_value_and_gradient(name, shapes):
+    rng = np.random.default_rng(_seed(name, shapes))
+    da, db = BINARY[name]
+    a, b = da(rng, shapes[0]), db(rng, shapes[1])
+    f = _fn(name)
+    _close_to_scipy(name, a, b)
+    ours = _ours(f)
+    check_vjp(lambda x, y: f(x * 1.0, y * 1.0), [a, b], rng=rng, rtol=1e-6, atol=1e-8,
+              f_np=ours)
+    check_vjp(lambda x: f(x, b), [a], rng=rng, rtol=1e-6, atol=1e-8,  # a NumPy partner
+              f_np=lambda x: ours(x, b))
+    check_vjp(lambda y: f(a, y), [b], rng=rng, rtol=1e-6, atol=1e-8, f_np=lambda y: ours(a, y))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_forward_and_second_order(name):
+    rng = np.random.default_rng(13)
+    da, db = BINARY[name]
+    f = _ours(_fn(name))
+    check_jvp(f, [da(rng, (2, 3)), db(rng, (3,))], rng, order2=True, rtol=2e-6, atol=1e-7)
+    check_jvp(lambda x, y: f(x * 1.0, y * 1.0), [float(da(rng, ())), float(db(rng, ()))], rng,
+              order2=True, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_dual_numbers(name):
+    rng = np.random.default_rng(14)
+    x = UNARY[name](rng, (3,))
+    t = rng.normal(size=3)
+    f = _fn(name)
+    with fwAD.dual_level():
+        y = f(fwAD.make_dual(tape.tensor(x), tape.tensor(t)))
+        primal, tangent = fwAD.unpack_dual(y)
+    _, jt = tape.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(primal.numpy(), f(x), rtol=1e-13)
+    np.testing.assert_allclose(tangent.numpy(), np.asarray(jt), rtol=1e-12, atol=1e-300)
+
+
+def _every_row(x):
+    """All special rows at once, each on an argument inside its domain."""
+    total = 0.0
+    for name in sorted(UNARY):
+        arg = 0.5 + 0.45 * np.tanh(x) if name in ("ndtri", "logit", "entr") else \
+            0.9 * np.tanh(x) if name == "erfinv" else \
+            2.0 + x * x if name in ("gammaln", "loggamma", "gamma", "digamma", "psi") else 3.0 * x
+        total = total + np.sum(_fn(name)(arg))
+    for name in sorted(BINARY):
+        total = total + np.sum(_fn(name)(1.5 + x * x, 0.5 + 0.25 * x * x))
+    return total + np.sum(tape.special.polygamma(2, 1.0 + x * x))
+
+
+@pytest.mark.parametrize("size", [1, 5, 10_000])
+def test_replay_and_eager_give_the_same_bits(size):
+    """The rows' eager values are the replay's loops (OWN_VALUE): values and gradients bit for
+    bit, 0-d values included, large arrays swept block by block included."""
+    x = np.linspace(-1.3, 1.4, size) if size > 1 else np.array(0.37)
+    cf = tape.compile(_every_row, x)
+    for a in (x, 0.9 * x):
+        value, g = cf.value_and_grad(a)
+        value0, g0 = tape.value_and_grad(_every_row)(a)
+        assert value == value0 and np.array_equal(g, g0)
+
+
+def test_eager_values_are_the_kernels():
+    """0-d and array eager values are the same bits (both the compiled kernel's)."""
+    x = np.array([0.3, 1.7, 4.2, 13.0])
+    for name in sorted(UNARY):
+        arg = x / 5.0 if name in ("erfinv", "ndtri", "logit") else x
+        arr = _fn(name)(tape.tensor(arg)).numpy()
+        one = [_fn(name)(tape.tensor(v)).item() for v in arg]
+        assert np.array_equal(arr, one, equal_nan=True), name
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5])
+def test_polygamma(n):
+    rng = np.random.default_rng(n)
+    x = rng.uniform(0.2, 12.0, (6,))
+    y = tape.special.polygamma(n, tape.tensor(x))
+    np.testing.assert_allclose(y.numpy(), sc.polygamma(n, x), rtol=1e-13)
+    check_vjp(lambda a: tape.special.polygamma(n, a), [x], rng=rng, rtol=1e-6,
+              f_np=lambda a: tape.special.polygamma(n, a).numpy())
+    check_jvp(lambda a: tape.special.polygamma(n, a), [x], rng, order2=True, rtol=2e-6)
+
+
+def test_polygamma_order_is_a_constant():
+    n = tape.tensor(1.0, requires_grad=True)
+    with pytest.raises(TypeError, match="order n is an integer"):
+        tape.special.polygamma(n, tape.tensor([1.0, 2.0]))
+    assert np.isnan(tape.special.polygamma(1.5, tape.tensor(2.0)).item())  # SciPy's NaN too
+    assert np.array_equal(tape.special.polygamma(np.array([1, 2]), 3.0).numpy(),
+                          tape.special.polygamma(np.array([1.0, 2.0]), 3.0).numpy())
+
+
+@pytest.mark.parametrize("name, x, value, grad", [
+    ("gammaln", 0.0, np.inf, -np.inf), ("gammaln", -2.0, np.inf, np.nan),
+    ("digamma", 0.0, -np.inf, np.inf), ("digamma", -3.0, np.nan, np.inf),
+    ("entr", 0.0, 0.0, np.inf), ("entr", -1.0, -np.inf, np.nan),
+    ("erfinv", 1.0, np.inf, np.inf), ("ndtri", 0.0, -np.inf, np.inf),
+    ("logit", 0.0, -np.inf, np.inf), ("expit", 800.0, 1.0, 0.0), ("expit", -800.0, 0.0, 0.0),
+    ("log_ndtr", -40.0, sc.log_ndtr(-40.0), np.sqrt(2.0 / np.pi) / sc.erfcx(40.0 / np.sqrt(2.0))),
+    ("log_expit", -800.0, -800.0, 1.0),
+    ("i1", 0.0, 0.0, 0.5), ("i1e", 0.0, 0.0, 0.5), ("erfcx", 1e200, sc.erfcx(1e200), 0.0),
+])
+def test_special_points(name, x, value, grad):
+    t = tape.tensor(x, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        y = _fn(name)(t)
+        (g,) = tape.autograd.grad(y, [t])
+    np.testing.assert_allclose(y.item(), value, rtol=1e-14)
+    np.testing.assert_allclose(float(g), grad, rtol=1e-8)
+
+
+def test_nan_propagates():
+    x = tape.tensor([np.nan, 1.5], requires_grad=True)
+    for name in sorted(UNARY):
+        arg = x / 4.0 if name in ("erfinv", "ndtri", "logit") else x
+        y = _fn(name)(arg)
+        (g,) = tape.autograd.grad(np.sum(y), [x])
+        assert np.isnan(y.numpy()[0]) and np.isnan(g[0]), name
+        assert np.isfinite(g[1]), name
+
+
+def test_registration_is_lazy_and_scipy_stays_optional():
+    """import tape does not import SciPy; a scipy.special ufunc works on its first call, with
+    SciPy imported after tape; one without a row names itself in the error."""
+    code = (
+        "import sys, numpy as np, tape\n"
+        "assert 'scipy' not in sys.modules\n"
+        "x = tape.tensor([0.5, 2.0], requires_grad=True)\n"
+        "import scipy.special as sc\n"
+        "y = sc.gammaln(x) + sc.xlogy(x, x)\n"
+        "(g,) = tape.autograd.grad(y.sum(), [x])\n"
+        "assert np.allclose(g, sc.digamma([0.5, 2.0]) + np.log([0.5, 2.0]) + 1)\n"
+        "try:\n"
+        "    sc.jv(1.0, x)\n"
+        "except TypeError as e:\n"
+        "    assert 'scipy.special.jv is not supported' in str(e), e\n"
+        "else:\n"
+        "    raise AssertionError('jv passed')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_out_argument_and_plain_arrays():
+    x = np.array([0.5, 1.5])
+    out = tape.tensor(np.zeros(2))
+    sc.expit(tape.tensor(x), out=out)
+    np.testing.assert_allclose(out.numpy(), sc.expit(x), rtol=1e-15)
+    assert type(sc.expit(x)) is np.ndarray  # SciPy on arrays is untouched
