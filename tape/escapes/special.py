@@ -25,8 +25,17 @@ from . import Escape, register
 _REAL = frozenset("biuf")  # dtype kinds that convert to float64 exactly
 
 
+def _ready(x):
+    """x is already an array the kernels take (contiguous, writable float64)."""
+    return type(x) is np.ndarray and x.dtype == np.float64 and x.flags.c_contiguous and \
+        x.flags.writeable
+
+
 def _operands(name, a, b):
     """a (and b) as flat contiguous float64 arrays of the broadcast shape, and that shape."""
+    if _ready(a) and (b is None or (_ready(b) and b.shape == a.shape)):  # (a replay's rows)
+        fa = a.reshape(-1)
+        return fa, (b.reshape(-1) if b is not None else fa), a.shape
     ops = [np.asarray(a)] if b is None else [np.asarray(a), np.asarray(b)]
     for o in ops:
         if o.dtype.kind not in _REAL:
