@@ -54,7 +54,8 @@ HEADER = '''\
 import numpy as np
 from llvmlite import ir
 from math import acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, exp, exp2, expm1
-from math import frexp, hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan, tanh
+from math import floor, frexp, hypot, inf, log, log1p, log2, log10, nan, sin, sinh, sqrt, tan
+from math import tanh
 from numpy import cbrt  # (math.cbrt is Python 3.11+ and unknown to Numba; np.cbrt is libm's)
 from numba import config, types
 from numba.extending import intrinsic

@@ -107,6 +107,8 @@ TABLE: tuple[Prim, ...] = (
     _b("minimum", np.minimum, "_minimum(a, b)", "_pick_max(-a, -b)", "_pick_max(-b, -a)"),
     _b("fmax", np.fmax, "_fmax(a, b)", "_pick_fmax(a, b)", "_pick_fmax(b, a)"),
     _b("fmin", np.fmin, "_fmin(a, b)", "_pick_fmax(-a, -b)", "_pick_fmax(-b, -a)"),
+    _b("remainder", np.remainder, "_remainder(a, b)", "1.0", "-_floor_quot(a, b)"),
+    _b("fmod", np.fmod, "_fmod(a, b)", "1.0", "-_trunc_quot(a, b)"),
     # select: y = where(mask, a, b); mask is constant index data
     Prim("where", "select", np.where),
     # reductions and scans over the middle axis of (P, R, Q)
@@ -190,7 +192,7 @@ FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}
 # so from the others. Eager computes those with the sweep's own loops (``OWN_VALUE``), so that an
 # eager value and its replay are the same bits on every machine.
 NUMPY_EXACT = frozenset({"neg", "abs", "sqrt", "square", "reciprocal", "copy", "add", "subtract",
-                         "multiply", "divide", "maximum", "minimum"})
+                         "multiply", "divide", "maximum", "minimum", "remainder", "fmod"})
 # scipy.special ufunc name -> the row that computes it (tape registers the ufunc objects the
 # first time one reaches a tensor; scipy.special.psi is digamma's alias)
 SCIPY_SPECIAL = {"gammaln": "gammaln", "loggamma": "loggamma", "gamma": "gamma",
@@ -217,6 +219,53 @@ def _sign(x):
     if x < 0.0:
         return -1.0
     return x * 0.0  # keeps NaN as NaN and 0 as 0
+
+
+@njit(error_model="numpy")
+def _fmod(a, b):
+    # C's fmod, exact (NaN where it is undefined, where Python's math.fmod would raise)
+    if b == 0.0 or a - a != 0.0 or b != b:
+        return nan
+    return np.fmod(a, b)
+
+
+@njit(error_model="numpy")
+def _remainder(a, b):
+    # NumPy's remainder is Python's float %: fmod (exact), moved into b's sign by one addition,
+    # a zero signed as b (NaN where Python's % would raise)
+    if b == 0.0 or a - a != 0.0 or b != b:
+        return nan
+    return a % b
+
+
+@njit(error_model="numpy")
+def _snap(div):
+    # (a - fmod(a, b)) / b is an integer up to rounding: the nearest one
+    q = floor(div)
+    if div - q > 0.5:
+        q += 1.0
+    return q
+
+
+@njit(error_model="numpy")
+def _floor_quot(a, b):
+    # NumPy's floor_divide(a, b): the quotient remainder's value leaves, minus its partial in b
+    mod = _fmod(a, b)
+    if mod != mod:
+        return nan
+    div = (a - mod) / b
+    if mod != 0.0 and (b < 0.0) != (mod < 0.0):
+        div -= 1.0
+    return _snap(div)
+
+
+@njit(error_model="numpy")
+def _trunc_quot(a, b):
+    # the quotient fmod's value leaves, truncated toward zero (minus its partial in b)
+    mod = _fmod(a, b)
+    if mod != mod:
+        return nan
+    return _snap((a - mod) / b)
 
 
 @njit(error_model="numpy")

@@ -76,8 +76,6 @@ def _ufunc_call(ufunc, inputs, kwargs):
         r = binary(OPCODE["multiply"], inputs[0], math.pi / 180.0)
     elif ufunc in (np.rad2deg, np.degrees):
         r = binary(OPCODE["multiply"], inputs[0], 180.0 / math.pi)
-    elif ufunc in (np.remainder, np.fmod):
-        r = mod(*inputs) if ufunc is np.remainder else _fmod(*inputs)
     elif ufunc in UFUNC_FUNCS:
         if out is not None:
             raise TypeError(f"numpy.{ufunc.__name__}: out= is not supported on tapejit tensors")
@@ -171,25 +169,6 @@ _IN_COMPILE = (" Under tape.compile every float array argument of f is an input,
                "so a replay would have to recompute this call: compute it outside f and pass "
                "the result in, or let f read fixed data from its closure (a constant of the "
                "recording). What is covered: docs/coverage.md.")
-
-
-def mod(a, b):
-    """a mod b = a - b * floor(a / b): gradient 1 for a, -floor(a / b) for b. The quotient is a
-    constant of the recording: guarded, so a replay whose quotient differs records again."""
-    q = np.floor_divide(raw(a), raw(b))
-    if rec.state.guards is not None:
-        _guards.note(("zero_grad", "floor_divide"), (a, b), rec.check_dtype(q, "floor_divide"))
-    return binary(OPCODE["subtract"], a, binary(OPCODE["multiply"], b, plain(rec.check_dtype(
-        q, "mod"))))
-
-
-def _fmod(a, b):
-    q = np.trunc(np.true_divide(raw(a), raw(b)))
-    if rec.state.guards is not None:  # the quotient, guarded as in mod (trunc of a recorded a / b)
-        _guards.note(("zero_grad", "trunc"), (binary(OPCODE["divide"], a, b),),
-                     rec.check_dtype(q, "trunc"))
-    return binary(OPCODE["subtract"], a, binary(OPCODE["multiply"], b, plain(rec.check_dtype(
-        q, "fmod"))))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def _python_scalar_namespace():
     ns = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
     ns.setdefault("cbrt", _libm("cbrt", 1))  # math.cbrt is Python 3.11+
     ns["hypot"] = _libm("hypot", 2)
-    ns.update(LN2=math.log(2.0), LN10=math.log(10.0), njit=lambda **kw: (lambda f: f))
+    ns.update(LN2=math.log(2.0), LN10=math.log(10.0), njit=lambda **kw: (lambda f: f), np=np)
     exec(HELPERS, ns)  # the same helper source the kernels use, as plain Python
     return ns
 

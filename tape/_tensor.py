@@ -379,14 +379,10 @@ class Tensor:
         return plain(_record.check_dtype(np.floor_divide(_record.raw(other), self._v), "//"))
 
     def __mod__(self, other):
-        from . import _numpy_impl
-
-        return _numpy_impl.mod(self, other)
+        return binary(REMAINDER, self, other)
 
     def __rmod__(self, other):
-        from . import _numpy_impl
-
-        return _numpy_impl.mod(other, self)
+        return binary(REMAINDER, other, self)
 
     # comparisons give plain values (NumPy bools), as NumPy users expect
     def __lt__(self, other):
@@ -535,6 +531,7 @@ _FAST_OPERANDS = {Tensor, np.ndarray, float, int}
 _NEG = OPCODE["neg"]
 _COPY = OPCODE["copy"]
 _ABS = OPCODE["abs"]
+REMAINDER = OPCODE["remainder"]
 _record.Tensor = Tensor
 
 

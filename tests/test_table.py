@@ -51,6 +51,10 @@ def _away_from_zero(lo, hi):
     return lambda rng, shape: rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
 
 
+def _choice(*values):
+    return lambda rng, shape: rng.choice(values, shape)
+
+
 def _grid(offset):
     """Multiples of 0.1 (+ offset): operands on the two grids never tie or come close."""
     return lambda rng, shape: (rng.integers(-30, 30, shape) + offset) * 0.1
@@ -78,6 +82,10 @@ BINARY_DOMAIN = {
     "logaddexp": (_uniform(-3, 3), _uniform(-3, 3)),
     "maximum": (_grid(0.5), _grid(0.0)), "minimum": (_grid(0.5), _grid(0.0)),
     "fmax": (_grid(0.5), _grid(0.0)), "fmin": (_grid(0.5), _grid(0.0)),
+    # a an odd multiple of 0.05, b = +-0.7 or +-1.3 (even multiples): a / b stays >= 0.05 / 1.3
+    # from the integers, where the quotient jumps
+    "remainder": (_grid(0.5), _choice(-1.3, -0.7, 0.7, 1.3)),
+    "fmod": (_grid(0.5), _choice(-1.3, -0.7, 0.7, 1.3)),
 }
 
 
@@ -566,6 +574,7 @@ BINARY_NAN = {
     "power": (NAN, NAN), "arctan2": (NAN, NAN), "hypot": (NAN, NAN), "logaddexp": (NAN, NAN),
     "maximum": (1.0, 0.0), "minimum": (1.0, 0.0),  # NaN wins maximum: it takes the gradient
     "fmax": (0.0, 1.0), "fmin": (0.0, 1.0),  # fmax ignores NaN: the other operand wins
+    "remainder": (1.0, NAN), "fmod": (1.0, NAN),  # a - b q: q is NaN
 }
 
 
