@@ -25,7 +25,7 @@ LOWERED_DISPATCH = $(shell $(PY) -c "import numpy as np; \
 CPU_TESTS := tests/test_accuracy.py tests/test_vmath.py tests/test_table.py \
 	tests/test_forward_sweep.py tests/test_strided_broadcast.py tests/test_compiled.py \
 	tests/test_compiled_summed.py tests/test_tangent.py tests/test_workloads.py \
-	tests/test_compositions.py
+	tests/test_compositions.py tests/test_special.py tests/test_special_accuracy.py
 
 test: $(VENV)/.installed-test
 	$(PY) -m jit.warmup
