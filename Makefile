@@ -135,6 +135,7 @@ warmup: $(VENV)/.installed-test
 generate:
 	$(PY) -m jit._generate
 	$(PY) -m jit._generate_tangent
+	$(PY) -m jit._generate_special
 	$(PY) -m tape._coverage
 
 clean:

@@ -33,9 +33,12 @@ ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pa
 PLANS = ("build_tape", "arena_offsets", "mark_swept", "unread_values")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
+# the scipy.special rows' own kernels (escapes of the main sweeps, rendered into
+# ``jit._special_sweep``): compiled the first time a recording uses one of those rows
+SPECIAL = ("special_value", "special_partial")
 
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
-           *SWEEPS, *ENTRY_POINTS]
+           *SWEEPS, *ENTRY_POINTS, *SPECIAL]
 
 
 def __getattr__(name):
@@ -50,6 +53,8 @@ def __getattr__(name):
         from . import _tangent as module
     elif name in PLANS:
         from . import _plan as module
+    elif name in SPECIAL:
+        from . import _special_sweep as module
     else:
         raise AttributeError(f"module 'jit' has no attribute {name!r}")
     value = globals()[name] = load(module, name)  # (later lookups skip this function: a
@@ -64,12 +69,13 @@ def warmup(verbose: bool = False) -> float:
     """
     import time
 
-    from . import _interp, _plan, _spin, _tangent
+    from . import _interp, _plan, _special_sweep, _spin, _tangent
     from ._cache import load
 
     t0 = time.perf_counter()
     for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
                          + [(_plan, n) for n in PLANS]
+                         + [(_special_sweep, n) for n in SPECIAL]
                          + [(_spin, "spin_wait"), (_spin, "serve"),
                             (_spin, "gemm_batch")]):
         t = time.perf_counter()

@@ -42,7 +42,7 @@ import re
 import sys
 
 from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES
-from .table import FAMILIES, HELPERS, OPCODE, TABLE, special_source, table_hash, vmath_source
+from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
 
@@ -1336,7 +1336,6 @@ def prelude(header) -> str:
     fam_codes = ", ".join(str(FAMILIES.index(p.family)) for p in TABLE)
     text = header.format(hash=table_hash())
     text += "\n" + HELPERS.rstrip() + "\n"
-    text += "\n\n# special functions (jit/_special.py)\n" + special_source().rstrip() + "\n"
     text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
     return text + f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
 

@@ -18,9 +18,9 @@ ndtri start from an asymptotic guess and take Halley steps on whichever of erf /
 better conditioned residual; I0 and I1 sum their power series up to |x| = 20 and their
 asymptotic series beyond.
 
-The text below the marker is rendered into ``_interp.py`` and ``_tangent.py`` by
-``jit/_generate.py`` (Numba's cache only sees the file of a jitted entry point); this module is
-importable on its own for tests.
+The text below the marker is rendered into ``_special_sweep.py``, the special rows' own jitted
+module, by ``jit/_generate_special.py`` (Numba's cache only sees the file of a jitted entry
+point); this module is importable on its own for tests.
 """
 from math import exp, inf, log, log1p, nan, sin, sqrt, tan
 

@@ -10,7 +10,9 @@ A row names the primitive, its family and the facts its family needs:
 - ``matmul``: batched (B, M, K) @ (B, K, N), small sizes inside the sweep.
 - ``escape``: the rules need LAPACK/BLAS, so they are NumPy code run between jitted segments;
   each is defined once in ``tape/escapes/`` (value, reverse and forward rules, shapes), looked
-  up there by the row's name.
+  up there by the row's name. The scipy.special rows are escapes too, with the scalar formulas
+  of a unary / binary row: their kernels live in their own module, compiled only when a
+  recording uses one (``_generate_special.py`` renders ``_special_sweep.py``).
 - ``input``: rows that only hold a value (constants, leaves, links to an older tape).
 
 The opcode of a row is its index in ``TABLE``. ``_generate.py`` renders ``_interp.py`` from this
@@ -49,6 +51,12 @@ def _b(name, ufunc, f, da, db):
     return Prim(name, "binary", ufunc, f, (da, db))
 
 
+def _s(name, f, *d):
+    """A special-function row: an escape row with the formulas of a unary (one partial, in x
+    and y) or binary (two, in a, b and y) elementwise row."""
+    return Prim(name, "escape", None, f, tuple(d))
+
+
 # ---------------------------------------------------------------------------------------------
 # The table. Order is the opcode; append new rows at the end of a family block freely, since
 # opcodes are only stored inside tapes of one process (saved tapes carry the table hash).
@@ -85,27 +93,6 @@ TABLE: tuple[Prim, ...] = (
     _u("arccosh", np.arccosh, "acosh(x)", "_arccosh_d(x)"),
     _u("arctanh", np.arctanh, "atanh(x)", "1.0 / (1.0 - x * x)"),
     _u("copy", np.positive, "x", "1.0"),
-    # scipy.special's ufuncs (``SCIPY_SPECIAL`` names them; kernels in jit/_special.py): no
-    # NumPy ufunc here, since jit never imports SciPy
-    _u("gammaln", None, "_lgamma(x)", "_digamma(x)"),
-    _u("loggamma", None, "_loggamma(x)", "_digamma(x)"),
-    _u("gamma", None, "_gamma(x)", "y * _digamma(x)"),
-    _u("digamma", None, "_digamma(x)", "_polygamma(1.0, x)"),
-    _u("erf", None, "erf(x)", "_erf_d(x)"),
-    _u("erfc", None, "erfc(x)", "-_erf_d(x)"),
-    _u("erfcx", None, "_erfcx(x)", "_erfcx_d(x, y)"),
-    _u("erfinv", None, "_erfinv(x)", "_erfinv_d(y)"),
-    _u("ndtr", None, "_ndtr(x)", "_npdf(x)"),
-    _u("log_ndtr", None, "_log_ndtr(x)", "_log_ndtr_d(x, y)"),
-    _u("ndtri", None, "_ndtri(x)", "_ndtri_d(y)"),
-    _u("expit", None, "_expit(x)", "_expit_d(x)"),
-    _u("logit", None, "_logit(x)", "1.0 / (x * (1.0 - x))"),
-    _u("log_expit", None, "_log_expit(x)", "_expit(-x)"),
-    _u("i0", None, "_bessel_i(0.0, x, False)", "_i1(x)"),
-    _u("i0e", None, "_bessel_i(0.0, x, True)", "_i0e_d(x, y)"),
-    _u("i1", None, "_i1(x)", "_i1_d(x, y)"),
-    _u("i1e", None, "_i1e(x)", "_i1e_d(x, y)"),
-    _u("entr", None, "_entr(x)", "_entr_d(x)"),
     # binary elementwise: f(a, b) and its partials in terms of a, b and y = f(a, b)
     _b("add", np.add, "a + b", "1.0", "1.0"),
     _b("subtract", np.subtract, "a - b", "1.0", "-1.0"),
@@ -122,18 +109,6 @@ TABLE: tuple[Prim, ...] = (
     _b("fmin", np.fmin, "_fmin(a, b)", "_pick_fmax(-a, -b)", "_pick_fmax(-b, -a)"),
     _b("remainder", np.remainder, "_remainder(a, b)", "1.0", "-_floor_quot(a, b)"),
     _b("fmod", np.fmod, "_fmod(a, b)", "1.0", "-_trunc_quot(a, b)"),
-    # scipy.special's binary ufuncs (polygamma's order n is a constant: tape/_special.py
-    # refuses a differentiable one, so its partial is never read)
-    _b("polygamma", None, "_polygamma(a, b)", "nan", "_polygamma(a + 1.0, b)"),
-    _b("betaln", None, "_betaln(a, b)", "_digamma_diff(a, b)", "_digamma_diff(b, a)"),
-    _b("beta", None, "_beta(a, b)", "y * _digamma_diff(a, b)", "y * _digamma_diff(b, a)"),
-    _b("xlogy", None, "_xlogy(a, b)", "log(b)", "a / b"),
-    _b("xlog1py", None, "_xlog1py(a, b)", "log1p(b)", "a / (1.0 + b)"),
-    _b("rel_entr", None, "_rel_entr(a, b)", "_entropy_dx(a, b, 0.0)", "_entropy_dy(a, b, 0.0)"),
-    _b("kl_div", None, "_kl_div(a, b)", "_entropy_dx(a, b, 1.0)", "_entropy_dy(a, b, 1.0)"),
-    _b("huber", None, "_huber(a, b)", "_huber_ddelta(a, b)", "_huber_dr(a, b)"),
-    _b("pseudo_huber", None, "_pseudo_huber(a, b)", "_pseudo_huber_ddelta(a, b)",
-       "_pseudo_huber_dr(a, b)"),
     # select: y = where(mask, a, b); mask is constant index data
     Prim("where", "select", np.where),
     # reductions and scans over the middle axis of (P, R, Q)
@@ -167,6 +142,41 @@ TABLE: tuple[Prim, ...] = (
     Prim("svd", "escape"),
     Prim("qr", "escape"),
     Prim("expm", "escape"),
+    # scipy.special's ufuncs (``SCIPY_SPECIAL`` names them): elementwise, with the scalar
+    # formulas of a unary / binary row, but escapes of the main sweeps, so that the main
+    # interpreters never compile them: their kernels (jit/_special.py) are rendered into
+    # jit/_special_sweep.py, compiled the first time a recording uses one of these rows;
+    # tape/escapes/special.py holds their rules. polygamma's order n is a constant:
+    # tape/special.py refuses a differentiable one, so its partial is never read.
+    _s("gammaln", "_lgamma(x)", "_digamma(x)"),
+    _s("loggamma", "_loggamma(x)", "_digamma(x)"),
+    _s("gamma", "_gamma(x)", "y * _digamma(x)"),
+    _s("digamma", "_digamma(x)", "_polygamma(1.0, x)"),
+    _s("erf", "erf(x)", "_erf_d(x)"),
+    _s("erfc", "erfc(x)", "-_erf_d(x)"),
+    _s("erfcx", "_erfcx(x)", "_erfcx_d(x, y)"),
+    _s("erfinv", "_erfinv(x)", "_erfinv_d(y)"),
+    _s("ndtr", "_ndtr(x)", "_npdf(x)"),
+    _s("log_ndtr", "_log_ndtr(x)", "_log_ndtr_d(x, y)"),
+    _s("ndtri", "_ndtri(x)", "_ndtri_d(y)"),
+    _s("expit", "_expit(x)", "_expit_d(x)"),
+    _s("logit", "_logit(x)", "1.0 / (x * (1.0 - x))"),
+    _s("log_expit", "_log_expit(x)", "_expit(-x)"),
+    _s("i0", "_bessel_i(0.0, x, False)", "_i1(x)"),
+    _s("i0e", "_bessel_i(0.0, x, True)", "_i0e_d(x, y)"),
+    _s("i1", "_i1(x)", "_i1_d(x, y)"),
+    _s("i1e", "_i1e(x)", "_i1e_d(x, y)"),
+    _s("entr", "_entr(x)", "_entr_d(x)"),
+    _s("polygamma", "_polygamma(a, b)", "nan", "_polygamma(a + 1.0, b)"),
+    _s("betaln", "_betaln(a, b)", "_digamma_diff(a, b)", "_digamma_diff(b, a)"),
+    _s("beta", "_beta(a, b)", "y * _digamma_diff(a, b)", "y * _digamma_diff(b, a)"),
+    _s("xlogy", "_xlogy(a, b)", "log(b)", "a / b"),
+    _s("xlog1py", "_xlog1py(a, b)", "log1p(b)", "a / (1.0 + b)"),
+    _s("rel_entr", "_rel_entr(a, b)", "_entropy_dx(a, b, 0.0)", "_entropy_dy(a, b, 0.0)"),
+    _s("kl_div", "_kl_div(a, b)", "_entropy_dx(a, b, 1.0)", "_entropy_dy(a, b, 1.0)"),
+    _s("huber", "_huber(a, b)", "_huber_ddelta(a, b)", "_huber_dr(a, b)"),
+    _s("pseudo_huber", "_pseudo_huber(a, b)", "_pseudo_huber_ddelta(a, b)",
+       "_pseudo_huber_dr(a, b)"),
 )
 
 OPCODE = {p.name: i for i, p in enumerate(TABLE)}
@@ -442,7 +452,8 @@ VMATH_MARKER = "# ---- rendered into _interp.py below this line ----\n"
 
 
 def special_source() -> str:
-    """The kernels of the special-function rows (jit/_special.py), as rendered into the sweeps."""
+    """The kernels of the special-function rows (jit/_special.py), as rendered into their own
+    sweep, jit/_special_sweep.py."""
     import os
 
     with open(os.path.join(os.path.dirname(__file__), "_special.py")) as fh:

@@ -55,6 +55,7 @@ PLAIN = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_
          np.isfinite, np.signbit}
 _guards.ALLOWED.update(f.__name__ for f in PLAIN | ZERO_GRAD)
 UFUNC_FUNCS = {}  # ufuncs written as compositions (tape/_compositions.py): ufunc -> function
+SPECIAL_UFUNCS = {}  # scipy.special's ufuncs -> their escape rows' functions (tape/special.py)
 
 
 def _ufunc_call(ufunc, inputs, kwargs):
@@ -81,12 +82,16 @@ def _ufunc_call(ufunc, inputs, kwargs):
         return UFUNC_FUNCS[ufunc](*inputs)
     else:
         code = UFUNC_CODE.get(ufunc)
-        if code is None and _scipy_special(ufunc):
-            code = UFUNC_CODE.get(ufunc)
-        if code is None:
+        special = SPECIAL_UFUNCS.get(ufunc) if code is None else None
+        if code is None and special is None and _scipy_special(ufunc):
+            special = SPECIAL_UFUNCS.get(ufunc)
+        if special is not None:
+            r = special(*inputs)
+        elif code is None:
             raise TypeError(f"{_ufunc_name(ufunc)} is not supported on tapejit tensors "
                             "(use t.detach().numpy() if you only need values)")
-        r = unary(code, as_tensor(inputs[0])) if ufunc.nin == 1 else binary(code, *inputs)
+        else:
+            r = unary(code, as_tensor(inputs[0])) if ufunc.nin == 1 else binary(code, *inputs)
     if out is None:
         return r
     (target,) = out

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from jit.table import HELPERS, OPCODE, OWN_VALUE, SPECIAL_ROWS, TABLE
+from jit.table import HELPERS, OPCODE, OWN_VALUE, TABLE
 
 from ._arrays import _FIELD
 from ._conversions import conversion_error
@@ -82,13 +82,6 @@ def _scalar_fn(p, ns):
     return fn
 
 
-def _own_scalar(code, unary):
-    """A special-function row's 0-d value by its compiled loop: the bits a replay computes."""
-    if unary:
-        return lambda x: own_unary(code, x)
-    return lambda a, b: float(own_binary(code, a, b))
-
-
 def _scalar_table():
     ns = _python_scalar_namespace()
     fns = [None] * len(TABLE)
@@ -96,8 +89,6 @@ def _scalar_table():
         if p.family in ("unary", "binary"):
             fns[code] = _scalar_fn(p, ns)
     # float arithmetic that cannot raise: call the operator directly
-    for code in SPECIAL_ROWS:  # no NumPy ufunc to fall back on: the kernel's own loop
-        fns[code] = _own_scalar(code, TABLE[code].family == "unary")
     fns[OPCODE["add"]] = operator.add
     fns[OPCODE["subtract"]] = operator.sub
     fns[OPCODE["multiply"]] = operator.mul

@@ -3,7 +3,8 @@
 SciPy's special functions are NumPy ufuncs, so ``scipy.special.gammaln(t)`` reaches
 ``Tensor.__array_ufunc__`` like ``np.exp(t)``: the ones a likelihood uses are rows of the table
 (``jit.table.SCIPY_SPECIAL``), computed by tapejit's own kernels (``jit/_special.py``) in eager
-and replay alike, differentiable in every mode. ``import tape`` does not import SciPy: the
+and replay alike, differentiable in every mode. The main sweeps treat these rows as escapes
+(tape/escapes/special.py): their kernels compile only when a recording first uses one. ``import tape`` does not import SciPy: the
 ufunc objects are looked up in ``sys.modules`` the first time a ufunc that no NumPy row knows
 reaches a tensor (SciPy is then imported already, since the caller holds its ufunc).
 
@@ -19,9 +20,10 @@ import sys
 
 import numpy as np
 
-from jit.table import OPCODE, SCIPY_SPECIAL
+from jit.table import SCIPY_SPECIAL
 
 from . import _numpy_impl, _record
+from .escapes import record as escape_record
 from ._tensor import Tensor
 
 __all__ = ["polygamma", "register_scipy"]
@@ -40,9 +42,17 @@ def register_scipy(ufunc=None):
             fn = getattr(special, name, None)
             fn = getattr(fn, "__wrapped__", fn)  # SCIPY_ARRAY_API=1 wraps each ufunc
             if isinstance(fn, np.ufunc):
-                _record.UFUNC_CODE[fn] = OPCODE[row]
+                _numpy_impl.SPECIAL_UFUNCS[fn] = _row_function(row, fn.nin)
         _REGISTERED[:] = [special]
-    return ufunc is not None and ufunc in _record.UFUNC_CODE
+    return ufunc is not None and ufunc in _numpy_impl.SPECIAL_UFUNCS
+
+
+def _row_function(row, nin):
+    """The function a scipy.special ufunc runs on tensors: its row, an escape of the main
+    sweeps (tape/escapes/special.py)."""
+    if nin == 1:
+        return lambda x: escape_record(row, x)
+    return lambda a, b: escape_record(row, a, b)
 
 
 def polygamma(n, x):
@@ -56,10 +66,10 @@ def polygamma(n, x):
         n = n._v
     if type(x) is not Tensor:
         x = _record.plain(_record.constant(x))
-    return _record.binary(OPCODE["polygamma"], _record.constant(n), x)
+    return escape_record("polygamma", _record.constant(n), x)
 
 
 @_numpy_impl.implements(np.i0, name="i0")
 def i0(x):
     """np.i0 (NumPy's modified Bessel function I0, not a ufunc): the i0 row."""
-    return _record.unary(OPCODE["i0"], _numpy_impl.as_tensor(x))
+    return escape_record("i0", _numpy_impl.as_tensor(x))

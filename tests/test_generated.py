@@ -69,3 +69,61 @@ def test_each_entry_point_has_exactly_one_signature(tmp_path):
 def test_jit_does_not_import_tape():
     code = "import sys, jit, jit.table, jit._generate; assert 'tape' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_special_sweep_is_fresh():
+    from jit import _generate_special
+
+    with open(_generate_special.OUT) as fh:
+        assert fh.read() == _generate_special.render(), \
+            "jit/_special_sweep.py is stale: python -m jit._generate_special"
+
+
+def test_special_sweep_records_table_hash():
+    from jit import _special_sweep
+
+    assert _special_sweep.TABLE_HASH == jit.table_hash()
+
+
+def test_main_sweeps_do_not_hold_the_special_rows():
+    """The scipy.special rows are escapes of the main interpreters: their kernels are only in
+    jit/_special_sweep.py, so a first compile without them does not pay for them."""
+    from jit import _generate_tangent
+    from jit.table import SPECIAL_ROWS, TABLE
+
+    main = _generate.render() + _generate_tangent.render()
+    assert all(TABLE[c].family == "escape" for c in SPECIAL_ROWS)
+    for name in ("_digamma", "_erfcx", "_bessel_i", "_log_ndtr", "_betaln"):
+        assert f"def {name}(" not in main, name
+
+
+def test_a_gradient_without_special_rows_never_loads_their_kernels():
+    code = ("import sys, numpy as np, tape\n"
+            "x = tape.tensor(np.linspace(0.1, 1.0, 5), requires_grad=True)\n"
+            "tape.grad(lambda x: np.sum(np.exp(x) * np.tanh(x)))(x)\n"
+            "tape.compile(lambda x: np.sum(np.log(x)), np.ones(3)).grad(np.ones(3))\n"
+            "assert 'jit._special_sweep' not in sys.modules\n"
+            "import scipy.special as sc\n"
+            "tape.grad(lambda x: np.sum(sc.gammaln(x)))(x)\n"
+            "assert 'jit._special_sweep' in sys.modules\n")
+    pytest.importorskip("scipy.special")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_special_entry_points_have_exactly_one_signature():
+    from numba.core.config import DISABLE_JIT
+    from numba.core.sigutils import normalize_signature
+
+    if DISABLE_JIT:
+        pytest.skip("NUMBA_DISABLE_JIT=1: no signatures")
+    sc = pytest.importorskip("scipy.special")
+    from jit import _special_sweep
+
+    x = tape.tensor(np.array([0.5, 1.5]), requires_grad=True)
+    tape.grad(lambda x: np.sum(sc.xlogy(x, 2.0 * x) + sc.gammaln(x)))(x)
+    for name in jit.SPECIAL:
+        fn = getattr(_special_sweep, name)
+        assert len(fn.signatures) == 1, (name, fn.signatures)
+        args, _ = normalize_signature(getattr(_special_sweep, "SIG_" + name.upper()))
+        fn.compile(tuple(args))
+        assert len(fn.signatures) == 1, (name, fn.signatures)
