@@ -55,19 +55,26 @@ def njit(*args, **kwargs):
     return apply
 
 
-_announced = threading.Event()
+# how long a cold compile of each module's entry points takes on a 2-core machine
+COMPILE_TIME = {"jit._interp": "1-2 minutes", "jit._tangent": "15-30 seconds",
+                "jit._special_sweep": "about 10 seconds"}
+_announced = set()  # modules whose compile this process has announced
+_lock = threading.Lock()
 
 
 @contextmanager
-def compile_notice(what: str):
+def compile_notice(what: str, module: str = ""):
     """Print one line to stderr if the body (a load from the cache, or a compile) is still
-    running after NOTICE_AFTER seconds: that is a compile, and it takes minutes. Once a process."""
+    running after NOTICE_AFTER seconds: that is a compile. Once a process for each module."""
     def tell():
-        if not _announced.is_set():
-            _announced.set()
-            print(f"tapejit: compiling its Numba kernels for this machine ({what} first; once, "
-                  f"about 1-3 minutes on 2 cores; cached in {cache_dir()}). "
-                  f"`python -m jit.warmup` does this ahead of time.", file=sys.stderr, flush=True)
+        with _lock:
+            if module in _announced:
+                return
+            _announced.add(module)
+        took = COMPILE_TIME.get(module, "a few seconds")
+        print(f"tapejit: compiling Numba kernels for this machine ({what}; once, {took} on 2 "
+              f"cores; cached in {cache_dir()}). `python -m jit.warmup` does this ahead of "
+              f"time.", file=sys.stderr, flush=True)
 
     timer = threading.Timer(NOTICE_AFTER, tell)
     timer.daemon = True
@@ -89,7 +96,7 @@ def load(module, name: str, notice: bool = True):
 
     args, _ = normalize_signature(sig)
     if tuple(args) not in fn.overloads:
-        with compile_notice(name) if notice else nullcontext():
+        with compile_notice(name, module.__name__) if notice else nullcontext():
             # the argument-type tuple a real call looks up (a signature string would be cached
             # under a key that calls never hit, and the first call would compile again)
             fn.compile(tuple(args))

@@ -61,18 +61,22 @@ def test_numba_cache_dir_wins(tmp_path):
 
 def test_a_slow_first_load_prints_one_line(monkeypatch, capsys):
     monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
-    monkeypatch.setattr(_cache, "_announced", type(_cache._announced)())
-    with _cache.compile_notice("sweep"):
+    monkeypatch.setattr(_cache, "_announced", set())
+    with _cache.compile_notice("sweep", "jit._interp"):
         time.sleep(0.3)
-    with _cache.compile_notice("tangent_sweep"):
+    with _cache.compile_notice("run_pass", "jit._interp"):  # the same module: said already
         time.sleep(0.3)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "compiling" in err and "python -m jit.warmup" in err
+    assert "1-2 minutes" in err
+    with _cache.compile_notice("special_value", "jit._special_sweep"):
+        time.sleep(0.3)
+    assert "about 10 seconds" in capsys.readouterr().err
 
 
 def test_a_fast_load_is_silent(monkeypatch, capsys):
-    monkeypatch.setattr(_cache, "_announced", type(_cache._announced)())
-    with _cache.compile_notice("sweep"):
+    monkeypatch.setattr(_cache, "_announced", set())
+    with _cache.compile_notice("sweep", "jit._interp"):
         pass
     time.sleep(0.05)
     assert capsys.readouterr().err == ""
