@@ -4,6 +4,8 @@ Only NumPy arrays and integers cross this boundary; nothing here imports ``tape`
 entry points live in the generated module ``jit._interp`` and are imported on first use, so that
 ``import tape`` does not pay for Numba until a gradient is asked for.
 """
+import enum
+
 from .table import FAMILIES, OPCODE, TABLE, table_hash
 
 # need bit 4 (besides 1 and 2, operand a / b): the reverse sweep zeroes the row's adjoint once
@@ -26,6 +28,22 @@ FRESH_B = 64
 # need bit 128, with SEEDED, in the masks of a value-only replay: the seeded run computes its
 # values in scratch and its sum, and no reverse (tape.compiled's value calls)
 VALUES = 128
+# need bits 1 / 2: operand a's / b's adjoint is needed (set by the need pass)
+NEED_A = 1
+NEED_B = 2
+
+
+class Need(enum.IntFlag):
+    """The bits of a row's entry in a need mask, named (the module's plain ints above are what
+    the hot paths use: an IntFlag operand makes each & an enum call)."""
+    A = NEED_A
+    B = NEED_B
+    CLEAR = CLEAR
+    LOCAL = LOCAL
+    SEEDED = SEEDED
+    FRESH_A = FRESH_A
+    FRESH_B = FRESH_B
+    VALUES = VALUES
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
                 "reverse_run_pass", "sweep", "elementwise")

@@ -24,6 +24,7 @@ of the exact value; 0-d rows keep ``f``, libm).
 """
 from __future__ import annotations
 
+import enum
 import functools
 from dataclasses import dataclass
 
@@ -180,6 +181,23 @@ TABLE: tuple[Prim, ...] = (
 )
 
 OPCODE = {p.name: i for i, p in enumerate(TABLE)}
+
+# A row's code: the opcode in the low bits, the row's RowFlag bits above them.
+OP_MASK = 255
+FLAG_SHIFT = 8
+
+
+class RowFlag(enum.IntFlag):
+    """How an elementwise or select row reads its operands (bits of its code above FLAG_SHIFT)."""
+    ONE_A = 1  # operand a has one element, broadcast to every element
+    ONE_B = 2
+    MAP_A = 4  # operand a is read through an index map (its ints at the row's int offset)
+    MAP_B = 8
+    STRIDED = 16  # the broadcast is read by strides over collapsed dimensions, not a map
+
+
+# plain ints for the recording's hot paths (an IntFlag operand makes each & an enum call)
+ONE_A, ONE_B, MAP_A, MAP_B, STRIDED = (int(f) for f in RowFlag)
 FAMILIES = ("input", "unary", "binary", "select", "reduce", "scan", "gather", "scatter",
             "matmul", "escape")
 FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 
 import jit
+from jit.table import OP_MASK
 
 
 def _pointer_field_offset():
@@ -103,7 +104,7 @@ def build_arrays(t):
     IA = np.concatenate(t.ia) if t.ia else np.zeros(1, np.int64)
     FA = np.concatenate(t.fa) if t.fa else np.zeros(1, np.float64)
     return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size, is_array=is_array,
-                           code=R[:, 0] & 255, packed_slot=packed_slot)
+                           code=R[:, 0] & OP_MASK, packed_slot=packed_slot)
 
 
 def build_arrays_numpy(t):
@@ -136,4 +137,4 @@ def build_arrays_numpy(t):
     is_array[arr_slot] = True
     is_array[packed_slot] = True
     return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size, is_array=is_array,
-                           code=R[:, 0] & 255, packed_slot=packed_slot)
+                           code=R[:, 0] & OP_MASK, packed_slot=packed_slot)

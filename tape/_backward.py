@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 import jit
+from jit import NEED_A, NEED_B
 from jit.table import OPCODE, TABLE
 
 from ._gemm import cached_native_pieces, native_pieces
@@ -30,6 +31,11 @@ _VALUE_FREE = {OPCODE[n] for n in ("add", "subtract", "neg", "copy", "sum", "cum
 _READS_VALUE = np.ones(256, bool)  # by opcode (a lookup: np.isin sorts, ~30x slower on a row)
 _READS_VALUE[sorted(_VALUE_FREE)] = False
 _ESCAPE_CODES = frozenset(i for i, p in enumerate(TABLE) if p.family == "escape")
+
+# An escape's bits in a compiled plan's `fresh`: its rule writes operand a's / b's adjoint whole
+# (WRITES_A / WRITES_B: no zeroing before, the same bit as the operand's need bit), and its own
+# adjoint is zeroed by the rule after reading (ZEROES_OWN)
+WRITES_A, WRITES_B, ZEROES_OWN = NEED_A, NEED_B, 4
 
 
 def run(roots, seeds, inputs=None, retain_graph=False):
@@ -376,7 +382,7 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
 def adjoint_takers(A, need):
     """How many rows take each slot's adjoint (add to it in the reverse sweep)."""
     a, b = A.R[:, 1], A.R[:, 2]
-    takes = np.concatenate([a[(need & 1) != 0], b[(need & 2) != 0]])
+    takes = np.concatenate([a[(need & NEED_A) != 0], b[(need & NEED_B) != 0]])
     return np.bincount(takes[takes >= 0], minlength=len(A.sv))
 
 
@@ -393,15 +399,15 @@ def summed_operands(t, A, need, live, keep):
     summed = {}
     for c in sorted(t.escapes):
         s = int(A.R[c, 1])
-        if (ESCAPES[TABLE[A.code[c]].name].vjp_a_rows is None or not need[c] & 1 or s in keep
+        if (ESCAPES[TABLE[A.code[c]].name].vjp_a_rows is None or not need[c] & NEED_A or s in keep
                 or count[s] != 1):
             continue
         name = TABLE[A.code[s]].name
         x, y = int(A.R[s, 1]), int(A.R[s, 2])
-        nd = need[s] & 3
-        if name not in ("add", "subtract") or nd not in (1, 2) or x < 0 or y < 0 or x == y:
+        nd = need[s] & (NEED_A | NEED_B)
+        if name not in ("add", "subtract") or nd not in (NEED_A, NEED_B) or x < 0 or y < 0 or x == y:
             continue
-        u = x if nd == 1 else y
+        u = x if nd == NEED_A else y
         sha = t.escapes[c][0]  # (a's shape as the product reads it: leading ones dropped)
         if not A.is_array[u] or A.code[u] in _ESCAPE_CODES or len(sha) < 2:
             continue
@@ -430,8 +436,8 @@ def _check_versions(t, A, live, need):
         if leaf._meta is None or leaf._meta.version == version or not live[slot]:
             continue
         R = A.R
-        users = np.flatnonzero(((R[:, 1] == slot) & ((need & 1) != 0))
-                               | ((R[:, 2] == slot) & ((need & 2) != 0)))
+        users = np.flatnonzero(((R[:, 1] == slot) & ((need & NEED_A) != 0))
+                               | ((R[:, 2] == slot) & ((need & NEED_B) != 0)))
         readers = [u for u in users if A.code[u] not in _VALUE_FREE]
         if not readers:
             continue
@@ -484,14 +490,16 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
 
     def rule(lo=0, hi=None):  # the rule on the batch elements lo..hi-1 (hi None: all)
         adj = tuple(cut(x, lo, hi) for x in adjoints)
-        into = tuple(x if fresh & bit else None for x, bit in zip(adj, (1, 2)))
+        into = tuple(x if fresh & bit else None for x, bit in zip(adj, (WRITES_A, WRITES_B)))
         if hi is None:
-            args = (g, y, a, b, bool(nd & 1), bool(nd & 2))
+            args = (g, y, a, b, bool(nd & NEED_A), bool(nd & NEED_B))
         else:  # (pieces: matmul_blas only, one result)
-            args = (g[lo:hi], y[lo:hi], a[lo:hi], cut(b, lo, hi), bool(nd & 1), bool(nd & 2))
+            args = (g[lo:hi], y[lo:hi], a[lo:hi], cut(b, lo, hi), bool(nd & NEED_A),
+                    bool(nd & NEED_B))
         # (with `into`, the rule may write those adjoints' blocks itself, and return them)
-        ga, gb = p.vjp(NUMPY, *args, out=into) if fresh & 3 else p.vjp(NUMPY, *args, **params)
-        for gs, to, into_s, bit in ((ga, adj[0], into[0], 1), (gb, adj[1], into[1], 2)):
+        ga, gb = (p.vjp(NUMPY, *args, out=into) if fresh & (WRITES_A | WRITES_B)
+                  else p.vjp(NUMPY, *args, **params))
+        for gs, to, into_s, bit in ((ga, adj[0], into[0], NEED_A), (gb, adj[1], into[1], NEED_B)):
             if nd & bit and gs is not into_s:
                 if fresh & bit:
                     # the rule returned a new array: store g + 0 (the bits of adding g to
@@ -512,8 +520,9 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
                 rows()
 
         native = None
-        if (nd & 3) == 2 and fresh & 2:  # b's adjoint alone, a^T g written whole: the workers'
-            native = cached_native_pieces(  # pieces natively
+        if (nd & (NEED_A | NEED_B)) == NEED_B and fresh & WRITES_B:  # b's adjoint alone, a^T g
+            # written whole: the workers' pieces natively
+            native = cached_native_pieces(
                 t.native, (slot, "reverse"), (t.value(sa), G, int(o), int(GO[sb]), tuple(pieces)),
                 lambda: native_pieces(np.swapaxes(a, -1, -2), g, adjoints[1], pieces))
         run_pieces(piece, [(lo, hi, k == 0) for k, (lo, hi) in enumerate(pieces)], native)
@@ -521,7 +530,7 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
         if rows_to is not None:
             rows()
         rule()
-    if fresh & 4:
+    if fresh & ZEROES_OWN:
         g_block[...] = 0.0
 
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from jit.table import OPCODE
+from jit.table import OPCODE, OP_MASK
 
 from ._backward import BACKWARD_TWICE, plan_need
 from ._record import plain
@@ -104,7 +104,7 @@ def _sweep(t, adj, want, inputs, out, leaf_grads, oldest=None):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     R = _rows(t)
-    _, live, need = plan_need(t, SimpleNamespace(R=R, code=R[:, 0] & 255), list(adj), want,
+    _, live, need = plan_need(t, SimpleNamespace(R=R, code=R[:, 0] & OP_MASK), list(adj), want,
                               inputs, oldest)
     rd = TapeReader(t)
     inputs_here = {x._slot: x for x in inputs or () if x._tape is t and x._meta is None}
@@ -132,7 +132,7 @@ def _sweep(t, adj, want, inputs, out, leaf_grads, oldest=None):
         if x is not None:
             for k in want[id(x)]:
                 out[k] = g if out[k] is None else out[k] + g
-        code = int(R[i, 0]) & 255
+        code = int(R[i, 0]) & OP_MASK
         if code == LEAF:
             leaf = t.leaves[i][0]
             if want is None or id(leaf) in want:

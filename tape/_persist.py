@@ -18,12 +18,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from jit.table import FORMAT_VERSION, OPCODE, TABLE, table_hash
+from jit.table import (FLAG_SHIFT, FORMAT_VERSION, MAP_A, MAP_B, ONE_A, ONE_B, OP_MASK, OPCODE,
+                       STRIDED, TABLE, RowFlag, table_hash)
 
 from ._guards import ALLOWED, Guard
 from ._replay_hooks import load_points, saved_points
 from ._tensor import Tensor
 from .escapes import ESCAPES
+
+_ALL_FLAGS = int(RowFlag.ONE_A | RowFlag.ONE_B | RowFlag.MAP_A | RowFlag.MAP_B | RowFlag.STRIDED)
 
 # Limits on what a loaded file may ask of the process (docs/security.md; raise them here for a
 # larger tape): values held (the archive's arrays; apart from them, the rows' values, input
@@ -244,8 +247,8 @@ def _build(files, state):
     t.escapes = {}
     for c, (a, b, y, params) in meta["escapes"].items():
         c = int(c)
-        _need(0 <= c < n and _FAMILY[R[c, 0] & 255] == "escape", "escape entry out of range")
-        name = TABLE[R[c, 0] & 255].name
+        _need(0 <= c < n and _FAMILY[R[c, 0] & OP_MASK] == "escape", "escape entry out of range")
+        name = TABLE[R[c, 0] & OP_MASK].name
         where = f"row {c} ({name})"
         _need(math.prod(a) == size[R[c, 1]] and (b is None) == (R[c, 2] < 0)
               and (b is None or math.prod(b) == size[R[c, 2]]) and math.prod(y) == size[c],
@@ -254,7 +257,7 @@ def _build(files, state):
         budget.run(_escape_work(name, a, b, y, params, where), where)
         t.escapes[c] = (a, b, y, params)
     for c in range(n):
-        if _FAMILY[R[c, 0] & 255] == "escape":
+        if _FAMILY[R[c, 0] & OP_MASK] == "escape":
             _need(c in t.escapes, f"escape row {c} has no shapes")
     arr_slots = np.array([s for s, k in side_of.items() if is_array[k]], dtype=np.int64)
     VA = value_addresses(sv, {int(s): av[side_of[int(s)]] for s in arr_slots})
@@ -262,7 +265,7 @@ def _build(files, state):
     isarr[arr_slots] = True
     mark_scalar_runs(R)  # (after validation, which reads -1)
     t.built = SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=np.array(size),
-                              is_array=isarr, code=R[:, 0] & 255,
+                              is_array=isarr, code=R[:, 0] & OP_MASK,
                               packed_slot=np.zeros(0, np.int64))
     t.freed = np.zeros(n, np.uint8)
     v = _variant(t, meta, files, size)
@@ -415,8 +418,8 @@ def _validate_rows(R, S, IA, meta, budget):
     used = set()
     largest = 1
     for s, (code, a, b, k) in enumerate(R):
-        op, flags = code & 255, code >> 8
-        _need(0 <= op < len(TABLE) and 0 <= flags < 32, f"row {s}: opcode {code}")
+        op, flags = code & OP_MASK, code >> FLAG_SHIFT
+        _need(0 <= op < len(TABLE) and 0 <= flags <= _ALL_FLAGS, f"row {s}: opcode {code}")
         fam = _FAMILY[op]
         _need(flags == 0 or fam in ("binary", "select"), f"row {s}: flags on a {fam} row")
         _need(-1 <= a < s and -1 <= b < s, f"row {s}: operand slots must be earlier rows")
@@ -454,7 +457,7 @@ def _validate_rows(R, S, IA, meta, budget):
             slot, shape = item["slot"], item["shape"]
             _need(-1 <= slot < n, f"input {i}: slot out of range")
             if slot >= 0:
-                _need(TABLE[R[slot][0] & 255].name == "leaf" and size[slot] == math.prod(shape),
+                _need(TABLE[R[slot][0] & OP_MASK].name == "leaf" and size[slot] == math.prod(shape),
                       f"input {i}: slot {slot} is not a leaf row of its shape")
             if slot < 0 or R[slot][3] < 0 or not is_array[R[slot][3]]:
                 budget.hold(math.prod(shape), f"input {i}")  # (a buffer of its own)
@@ -496,11 +499,13 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
     if fam == "unary":
         _need(size[a] == n, f"{where}: operand size")
     elif fam in ("binary", "select"):
-        _need(not (flags & 1 and flags & 4) and not (flags & 2 and flags & 8), f"{where}: flags")
-        _need(not flags & 16 or (fam == "binary" and flags & 12), f"{where}: flags")
-        head = _ints(IA, iat, 2, where) if (flags & 12 or fam == "select") else None
-        nest = _strided_nest(IA, iat, n, where) if flags & 16 else None
-        for k, (x, one, mapped, hi) in enumerate(((a, 1, 4, 0), (b, 2, 8, 1))):
+        _need(not (flags & ONE_A and flags & MAP_A) and not (flags & ONE_B and flags & MAP_B),
+              f"{where}: flags")
+        _need(not flags & STRIDED or (fam == "binary" and flags & (MAP_A | MAP_B)),
+              f"{where}: flags")
+        head = _ints(IA, iat, 2, where) if (flags & (MAP_A | MAP_B) or fam == "select") else None
+        nest = _strided_nest(IA, iat, n, where) if flags & STRIDED else None
+        for k, (x, one, mapped, hi) in enumerate(((a, ONE_A, MAP_A, 0), (b, ONE_B, MAP_B, 1))):
             mp = None
             if flags & one:
                 _need(size[x] == 1, f"{where}: a one-element operand")

@@ -12,7 +12,8 @@ import operator
 
 import numpy as np
 
-from jit.table import HELPERS, OPCODE, OWN_VALUE, TABLE
+from jit.table import (FLAG_SHIFT, HELPERS, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE, STRIDED,
+                       TABLE)
 
 from ._arrays import _FIELD
 from ._conversions import conversion_error
@@ -282,12 +283,12 @@ def own_binary(code, av, bv):
         return y
     fa, fb = a.size == 1 and n != 1, b.size == 1 and n != 1
     ia = _NO_IA
-    flags = fa | fb << 1
+    flags = fa * ONE_A | fb * ONE_B
     if (a.size != n and not fa) or (b.size != n and not fb):
         nest = strided_broadcast(shape, a.shape, fa, b.shape, fb)
         if nest:
             ia = np.array((0, 0) + nest, dtype=np.int64)
-            flags |= 16
+            flags |= STRIDED
         else:
             if a.size != n and not fa:
                 a = np.broadcast_to(a, shape)
@@ -297,7 +298,7 @@ def own_binary(code, av, bv):
         a = np.asarray(a, dtype=F64, order="C")
     if b.dtype is not F64 or not b.flags.c_contiguous:
         b = np.asarray(b, dtype=F64, order="C")
-    _run(code | flags << 8, _handle(a), _handle(b), _handle(y), n, _FIELD_OFFSET, ia)
+    _run(code | flags << FLAG_SHIFT, _handle(a), _handle(b), _handle(y), n, _FIELD_OFFSET, ia)
     return y
 
 
@@ -388,18 +389,18 @@ def binary(code, a, b):
         sb, fb, mb = b._slot, 0, -1
     else:
         sb, fb, mb = _operand(t, b, shape, n)
-    flags = fa | fb << 1 | (ma >= 0) << 2 | (mb >= 0) << 3
+    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
     iat = 0
-    if flags & 12:
+    if flags & (MAP_A | MAP_B):
         key = ("maps", ma, mb, fa, fb)
         hit = t.index_cache.get(key)
         if hit is None:
             strided = strided_broadcast(shape, _shape(av) if ma >= 0 else None, fa,
                                         _shape(bv) if mb >= 0 else None, fb)
-            hit = t.index_cache[key] = (t.add_ints((ma, mb) + strided), 16 if strided else 0)
+            hit = t.index_cache[key] = (t.add_ints((ma, mb) + strided), STRIDED if strided else 0)
         iat = hit[0]
         flags |= hit[1]
-    return result(y, t, t.row(code | flags << 8, sa, sb, y, n, iat))
+    return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 
 def _strides(xshape, shape, one):
@@ -506,9 +507,9 @@ def where(mask, a, b):
     n = _size(y)
     sa, fa, ma = _operand(t, a, shape, n)
     sb, fb, mb = _operand(t, b, shape, n)
-    flags = fa | fb << 1 | (ma >= 0) << 2 | (mb >= 0) << 3
+    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
     off = t.add_ints(np.concatenate(([ma, mb], np.broadcast_to(mask, shape).reshape(-1))))
-    return result(y, t, t.row(WHERE | flags << 8, sa, sb, y, n, off))
+    return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n, off))
 
 
 # ---------------------------------------------------------------------------------------------

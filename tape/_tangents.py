@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from jit.table import OPCODE, TABLE
+from jit.table import FLAG_SHIFT, OP_MASK, ONE_A, ONE_B, OPCODE, TABLE
 
 from . import _record
 from ._record import plain, result
@@ -243,8 +243,8 @@ def row_tangent(rd, slot, ta, tb, functions=None):
     """Tangent of row `slot` (a Tensor), from the tangents `ta`, `tb` of its operands (Tensors
     or None for zero). Returns None when the result has no tangent."""
     code, a, b, iat = rd.row(slot)
-    op = code & 255
-    flags = code >> 8
+    op = code & OP_MASK
+    flags = code >> FLAG_SHIFT
     p = TABLE[op]
     fam = p.family
     if ta is None and tb is None and fam != "escape":
@@ -259,7 +259,7 @@ def row_tangent(rd, slot, ta, tb, functions=None):
         return _full(out, shape)
     if fam == "binary":
         out = None
-        for k, (tx, s, one) in enumerate(((ta, a, flags & 1), (tb, b, flags & 2))):
+        for k, (tx, s, one) in enumerate(((ta, a, flags & ONE_A), (tb, b, flags & ONE_B))):
             tx = _fit(tx, one, shape)
             if tx is None:
                 continue
@@ -267,15 +267,15 @@ def row_tangent(rd, slot, ta, tb, functions=None):
             if type(d) is float:
                 term = tx if d == 1.0 else (-tx if d == -1.0 else tx * d)
             else:
-                term = d(_fit_value(rd.tensor(a), flags & 1),
-                         _fit_value(rd.tensor(b), flags & 2), y) * tx
+                term = d(_fit_value(rd.tensor(a), flags & ONE_A),
+                         _fit_value(rd.tensor(b), flags & ONE_B), y) * tx
             out = term if out is None else out + term
         return _full(out, shape)
     if fam == "select":
         n = math.prod(shape)
         mask = np.asarray(rd.ints(iat + 2, n), dtype=bool).reshape(shape)
-        xa = _fit(ta, flags & 1, shape)
-        xb = _fit(tb, flags & 2, shape)
+        xa = _fit(ta, flags & ONE_A, shape)
+        xb = _fit(tb, flags & ONE_B, shape)
         return _record.where(mask, 0.0 if xa is None else xa, 0.0 if xb is None else xb)
     if fam == "reduce":
         P, R, Q = (int(v) for v in rd.ints(iat, 3))

@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from jit.table import OPCODE, TABLE
+from jit.table import OPCODE, OP_MASK, TABLE
 
 from ._arrays import build_arrays
 from ._state import state
@@ -132,7 +132,7 @@ class Tape:
             self.av.append(None)
             if self.packed is None:
                 self.packed = {}
-            self.packed[k] = SavedVariable(value, f"op '{TABLE[code & 255].name}'")
+            self.packed[k] = SavedVariable(value, f"op '{TABLE[code & OP_MASK].name}'")
         else:
             self.sv.append(0.0)
             self.av.append(value)
@@ -222,7 +222,7 @@ def _refuse_packing(code):
     from ._guards import _caller
 
     raise NotImplementedError(
-        f"tape.compile: op '{TABLE[code & 255].name}' at {_caller()} is recorded inside "
+        f"tape.compile: op '{TABLE[code & OP_MASK].name}' at {_caller()} is recorded inside "
         "saved_tensors_hooks within the compiled f: a replay keeps its values in its own "
         "buffers and would not pack them. Record without saved_tensors_hooks inside f.")
 

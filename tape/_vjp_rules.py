@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from jit.table import OPCODE, TABLE
+from jit import NEED_A, NEED_B
+from jit.table import FLAG_SHIFT, OP_MASK, ONE_A, ONE_B, OPCODE, TABLE
 
 from . import _record
 from ._record import plain
@@ -42,8 +43,8 @@ def row_vjp(rd, slot, g, nd, functions=None):
     """(ga, gb): adjoints of the operands of row `slot` from its adjoint `g` (a Tensor), for the
     operands whose bit is set in `nd` (1: a, 2: b); None elsewhere."""
     code, a, b, iat = rd.row(slot)
-    op = code & 255
-    flags = code >> 8
+    op = code & OP_MASK
+    flags = code >> FLAG_SHIFT
     p = TABLE[op]
     fam = p.family
     y = rd.tensor(slot)
@@ -57,19 +58,19 @@ def row_vjp(rd, slot, g, nd, functions=None):
         return (g * d if type(d) is float else g * d(rd.tensor(a), y)), None
     if fam == "binary":
         out = [None, None]
-        for k, (s, sh, one) in enumerate(((a, sha, flags & 1), (b, shb, flags & 2))):
-            if not nd & (k + 1):
+        for k, (s, sh, one) in enumerate(((a, sha, flags & ONE_A), (b, shb, flags & ONE_B))):
+            if not nd & (NEED_A, NEED_B)[k]:
                 continue
             d = _derivative(op, k)
             c = _constant_exponent(rd, op, k, b)
             if type(d) is float:
                 term = g if d == 1.0 else (-g if d == -1.0 else g * d)
             elif c is not None:  # b a^(b-1) for a constant b: x ** 2's 2 a in one row
-                at = _fit_value(rd.tensor(a), flags & 1)
+                at = _fit_value(rd.tensor(a), flags & ONE_A)
                 term = g * (c * (at if c == 2.0 else at ** (c - 1.0)))
             else:
-                term = g * d(_fit_value(rd.tensor(a), flags & 1),
-                             _fit_value(rd.tensor(b), flags & 2), y)
+                term = g * d(_fit_value(rd.tensor(a), flags & ONE_A),
+                             _fit_value(rd.tensor(b), flags & ONE_B), y)
             if _shape(term._v) != shape:
                 term = np.broadcast_to(term, shape) if shape else np.reshape(term, ())
             out[k] = _sum_to(term, sh, bool(one))
@@ -77,8 +78,8 @@ def row_vjp(rd, slot, g, nd, functions=None):
     if fam == "select":
         n = math.prod(shape)
         mask = np.asarray(rd.ints(iat + 2, n), dtype=bool).reshape(shape)
-        ga = _sum_to(_record.where(mask, g, 0.0), sha, bool(flags & 1)) if nd & 1 else None
-        gb = _sum_to(_record.where(mask, 0.0, g), shb, bool(flags & 2)) if nd & 2 else None
+        ga = _sum_to(_record.where(mask, g, 0.0), sha, bool(flags & ONE_A)) if nd & NEED_A else None
+        gb = _sum_to(_record.where(mask, 0.0, g), shb, bool(flags & ONE_B)) if nd & NEED_B else None
         return ga, gb
     if fam == "reduce":
         P, R, Q = (int(v) for v in rd.ints(iat, 3))
@@ -126,10 +127,10 @@ def row_vjp(rd, slot, g, nd, functions=None):
         pos = np.asarray(rd.ints(iat + 1, m))
         win = np.asarray(rd.ints(iat + 1 + m, m)) != 0
         ga = gb = None
-        if nd & 1:  # positions that were overwritten get nothing
+        if nd & NEED_A:  # positions that were overwritten get nothing
             ga = _record.scatter_flat(g, plain(np.zeros(m)), pos, np.ones(m, bool), shape)
             ga = np.reshape(ga, sha)
-        if nd & 2:
+        if nd & NEED_B:
             gb = np.reshape(_record.gather(np.reshape(g, -1), pos) * win, shb)
         return ga, gb
     if fam == "matmul":
@@ -201,11 +202,11 @@ def _matmul_vjp(g, a, b, nd):
     elif len(sb) == 1:
         gy = np.expand_dims(gy, -1)
     ga = gb = None
-    if nd & 1:
+    if nd & NEED_A:
         ga2 = gy @ np.swapaxes(b2, -1, -2)
         ga = _sum_to(ga2, _shape(a2._v))
         ga = np.reshape(ga, sa)
-    if nd & 2:
+    if nd & NEED_B:
         gb2 = np.swapaxes(a2, -1, -2) @ gy
         gb = _sum_to(gb2, _shape(b2._v))
         gb = np.reshape(gb, sb)
@@ -224,8 +225,8 @@ def _escape_vjp(rd, slot, name, a, b, g, nd, functions):
     B = np.reshape(rd.tensor(b), shb) if b >= 0 else None
     y = split(TENSORS, np.reshape(rd.tensor(slot), shy), outs)
     gy = split(TENSORS, np.reshape(g, shy), outs)
-    ga, gb = esc.vjp(TENSORS, gy, y, A, B, bool(nd & 1), bool(nd & 2), **params)
-    ga = _sum_to(ga, sha) if nd & 1 else None  # (a broadcast operand: matmul_blas's rule sums)
-    gb = _sum_to(gb, shb) if nd & 2 else None
+    ga, gb = esc.vjp(TENSORS, gy, y, A, B, bool(nd & NEED_A), bool(nd & NEED_B), **params)
+    ga = _sum_to(ga, sha) if nd & NEED_A else None  # (a broadcast operand: matmul_blas's rule sums)
+    gb = _sum_to(gb, shb) if nd & NEED_B else None
     return (np.reshape(ga, _shape(t.value(a))) if ga is not None else None,
             np.reshape(gb, _shape(t.value(b))) if gb is not None else None)

@@ -36,8 +36,9 @@ from ._gemm import cached_native_pieces, native_pieces
 from .escapes import ESCAPES, pack
 from ._hooks import multi_hook_scope
 from ._threads import run_pieces, run_shares, thread_count
-from ._backward import (adjoint_takers, arena, batch_pieces, reverse_cuts, reverse_in_shares,
-                        segment_bounds, summed_operands, sweep_segments)
+from ._backward import (WRITES_A, WRITES_B, ZEROES_OWN, adjoint_takers, arena, batch_pieces,
+                        reverse_cuts, reverse_in_shares, segment_bounds, summed_operands,
+                        sweep_segments)
 from ._state import state as thread_state
 from ._tensor import Tensor
 from .functional import _argnums, _FreshTape
@@ -509,9 +510,9 @@ def _sole_contributions(A, need, escapes, out, summed):
     for c in escapes:
         if not ESCAPES[TABLE[A.code[c]].name].vjp_into:
             continue
-        bits = sum(bit for s, bit in ((int(a[c]), 1), (int(b[c]), 2))
+        bits = sum(bit for s, bit in ((int(a[c]), WRITES_A), (int(b[c]), WRITES_B))
                    if need[c] & bit and s != out and count[s] == 1 and A.is_array[s]
-                   and not (bit == 1 and c in summed))
+                   and not (bit == WRITES_A and c in summed))
         if bits:
             fresh[c] = bits
     return fresh
@@ -525,10 +526,10 @@ def _fresh_writers(A, need, fresh, out):
     a, b = A.R[:, 1], A.R[:, 2]
     family = _FAMILY_OF[A.code]
     for c, bits in fresh.items():
-        if not bits & 4 or c == out:  # (the output's block holds the seed)
+        if not bits & ZEROES_OWN or c == out:  # (the output's block holds the seed)
             continue
-        adds_a = (a == c) & ((need & 1) != 0)
-        adds_b = (b == c) & ((need & 2) != 0)
+        adds_a = (a == c) & ((need & jit.NEED_A) != 0)
+        adds_b = (b == c) & ((need & jit.NEED_B) != 0)
         rows = np.flatnonzero(adds_a | adds_b)
         if len(rows) != 1:
             continue
@@ -536,7 +537,7 @@ def _fresh_writers(A, need, fresh, out):
         if family[j] in (_INPUT, _ESCAPE) or not A.is_array[j] or A.size[j] != A.size[c]:
             continue
         need[j] |= (jit.FRESH_A if adds_a[j] else 0) | (jit.FRESH_B if adds_b[j] else 0)
-        fresh[c] = bits & ~4
+        fresh[c] = bits & ~ZEROES_OWN
 
 
 def _need_masks(v, nums):
@@ -636,14 +637,14 @@ class _Plan:
                                                                   v.out._slot, self.summed)
         for c in v.escapes:  # their rules zero their own adjoints, still in cache
             if need[c] and live[c]:
-                self.fresh[c] = self.fresh.get(c, 0) | 4
+                self.fresh[c] = self.fresh.get(c, 0) | ZEROES_OWN
                 swept[c] = True
         if not v.t.functions:
             _fresh_writers(A, need, self.fresh, v.out._slot)
         # an operand's adjoint that an escape's rule writes whole (fresh bits 1 / 2) need not be
         # zeroed once read (W2: the centring's 2 MB adjoint)
         for c, bits in self.fresh.items():
-            for s, bit in ((int(A.R[c, 1]), 1), (int(A.R[c, 2]), 2)):
+            for s, bit in ((int(A.R[c, 1]), WRITES_A), (int(A.R[c, 2]), WRITES_B)):
                 if bits & bit and swept[s]:
                     need[s] &= ~np.uint8(jit.CLEAR)
         self.rest = [(int(s), int(GO[s]), int(GO[s]) + int(A.size[s]))

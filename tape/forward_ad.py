@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jit.table import OPCODE
+from jit.table import OPCODE, OP_MASK
 
 from . import _record
 from ._state import state
@@ -267,7 +267,7 @@ def _scan(lv, t, upto):
                 lv.tangents[(tid, i)] = src
                 continue
             code, a, b, _ = rd.row(i)
-            op = code & 255
+            op = code & OP_MASK
             if op == LEAF and lv.leaf_sources:
                 g = lv.leaf_sources.get(id(t.leaves[i][0]))
                 if g is not None:
