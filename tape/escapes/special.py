@@ -21,6 +21,7 @@ import numpy as np
 from jit.table import SPECIAL_ROWS, TABLE
 
 from . import Escape, register
+from .products import sum_to_batch
 
 _REAL = frozenset("biuf")  # dtype kinds that convert to float64 exactly
 
@@ -60,18 +61,6 @@ def _flat(x, shape):
     f = np.ascontiguousarray(x if x.shape == shape else np.broadcast_to(x, shape),
                              dtype=np.float64).reshape(-1)
     return f if f.flags.writeable else f.copy()
-
-
-def _sum_to(g, shape):
-    """A NumPy adjoint of the broadcast shape summed down to an operand's `shape`."""
-    gs = np.shape(g)
-    if gs == tuple(shape):
-        return g
-    lead = len(gs) - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                      if s == 1 and gs[lead + i] != 1)
-    out = np.sum(g, axis=axes) if axes else g
-    return np.reshape(out, shape)
 
 
 def _kernel(name):
@@ -123,10 +112,10 @@ def _rules(code):
         ga = gb = None
         if need_a:
             ga = g * _derivative(xp, code, 0, y, a, b)
-            ga = ga if xp.tensors else _sum_to(ga, np.shape(a))
+            ga = ga if xp.tensors else np.reshape(sum_to_batch(np, ga, np.shape(a)), np.shape(a))
         if need_b:
             gb = g * _derivative(xp, code, 1, y, a, b)
-            gb = gb if xp.tensors else _sum_to(gb, np.shape(b))
+            gb = gb if xp.tensors else np.reshape(sum_to_batch(np, gb, np.shape(b)), np.shape(b))
         return ga, gb
 
     def jvp(xp, ta, tb, y, a, b):
