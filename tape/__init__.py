@@ -7,25 +7,25 @@
 >>> w.grad                                  # d/dw sum(sin(w) w) = cos(w) w + sin(w)
 array([1.38177329, 1.38177329, 1.38177329])
 """
-from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
-from . import _einsum  # noqa: F401  (registers np.einsum)
-from . import _compositions  # noqa: F401  (registers NumPy functions built from others)
-from . import _shapes  # noqa: F401  (registers shape and manipulation compositions)
-from . import _signals  # noqa: F401  (registers signal and sampled-function compositions)
-from . import _statistics  # noqa: F401  (registers statistics compositions)
-from . import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
+from .numpy import _impl as _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
+from .numpy import _einsum  # noqa: F401  (registers np.einsum)
+from .numpy import _compositions  # noqa: F401  (registers NumPy functions built from others)
+from .numpy import _shapes  # noqa: F401  (registers shape and manipulation compositions)
+from .numpy import _signals  # noqa: F401  (registers signal and sampled-function compositions)
+from .numpy import _statistics  # noqa: F401  (registers statistics compositions)
+from .numpy import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
 from . import special  # noqa: F401  (registers np.i0; scipy.special maps lazily)
 from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, stats
-from ._state import enable_grad, is_grad_enabled, no_grad
-from ._tensor import Tensor, tensor
-from .backward_state import BackwardState
-from .checkpoint import checkpoint
-from .compiled import CompiledTape, compile, load  # noqa: A004 (tape.compile)
-from .function import Function, FunctionCtx
+from .core.state import enable_grad, is_grad_enabled, no_grad
+from .core.tensor import Tensor, tensor
+from .replay.backward_state import BackwardState
+from .transforms.checkpoint import checkpoint
+from .replay.compiled import CompiledTape, compile, load  # noqa: A004 (tape.compile)
+from .reverse.function import Function, FunctionCtx
 from .functional import grad, value_and_grad, vjp
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
-from .saved_variable import SavedVariable
+from .transforms.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
+from .core.saved_variable import SavedVariable
 
 __version__ = "0.1.0"
 

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from . import _numpy_impl as impl
+from .numpy import _impl as impl
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                    "coverage.md")

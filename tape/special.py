@@ -22,9 +22,10 @@ import numpy as np
 
 from jit.table import SCIPY_SPECIAL
 
-from . import _numpy_impl, _record
+from .numpy import _impl as _numpy_impl
+from .core import record as _record
 from .escapes import record as escape_record
-from ._tensor import Tensor
+from .core.tensor import Tensor
 
 __all__ = ["polygamma", "register_scipy"]
 

@@ -23,8 +23,8 @@ import numpy as np
 
 from jit.table import OPCODE, TABLE
 
-from . import _record
-from ._tensor import Tensor
+from .core import record as _record
+from .core.tensor import Tensor
 
 __all__ = ["norm", "t", "gamma", "beta", "expon", "cauchy", "lognorm", "poisson", "binom",
            "nbinom", "multivariate_normal"]

@@ -1,11 +1,11 @@
 """A straight value_and_grad reads large inputs in place and accumulates large gradients straight
-into the arrays it returns (tape.compiled.ZERO_COPY_SIZE): the results must be those of the
+into the arrays it returns (tape.replay.compiled.ZERO_COPY_SIZE): the results must be those of the
 copying path, whatever the caller does with its arrays between calls."""
 import numpy as np
 import pytest
 
 import tape
-import tape.compiled as compiled
+import tape.replay.compiled as compiled
 
 N = compiled.ZERO_COPY_SIZE + 3
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _record, _tape, _tensor
+from tape.core import record as _record, tape as _tape, tensor as _tensor
 
 
 def lorenz(p, steps=200):

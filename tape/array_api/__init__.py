@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .. import numpy as _tnp
-from .._tensor import Tensor
+from ..core.tensor import Tensor
 from . import linalg  # noqa: F401  (the standard's linalg extension, xp.linalg)
 from ._dtypes import (bool, can_cast, check, complex64, complex128, finfo, float32,  # noqa: F401
                       float64, iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,

@@ -10,8 +10,8 @@ import builtins
 
 import numpy as np
 
-from .._record import plain
-from .._tensor import Tensor
+from ..core.record import plain
+from ..core.tensor import Tensor
 
 bool = np.dtype(np.bool_)  # noqa: A001  (the standard's name)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))

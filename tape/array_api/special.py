@@ -12,7 +12,7 @@ fallback would. Imported only when SciPy asks for it, so ``import tape`` never i
 import numpy as np
 import scipy.special as _scipy_special
 
-from .._tensor import Tensor
+from ..core.tensor import Tensor
 from ._dtypes import wrap
 
 

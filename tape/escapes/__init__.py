@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _record
-from .._record import plain, raw
-from .._tensor import Tensor
+from ..core import record as _record
+from ..core.record import plain, raw
+from ..core.tensor import Tensor
 
 
 @dataclass(frozen=True)

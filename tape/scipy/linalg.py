@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _numpy_impl as npi
-from .._record import raw
+from ..numpy import _impl as npi
+from ..core.record import raw
 from ..escapes import record
-from ..linalg import _matrix_operands, _mT, _square
+from ..numpy.linalg import _matrix_operands, _mT, _square
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 
