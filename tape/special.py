@@ -48,6 +48,9 @@ def register_scipy(ufunc=None):
     return ufunc is not None and ufunc in _numpy_impl.SPECIAL_UFUNCS
 
 
+_numpy_impl.UFUNC_RESOLVERS.append(register_scipy)
+
+
 def _row_function(row, nin):
     """The function a scipy.special ufunc runs on tensors: its row, an escape of the main
     sweeps (tape/escapes/special.py)."""

@@ -6,14 +6,16 @@ import numpy as np
 import pytest
 
 import tape
-import tape.replay.compiled as compiled
+import tape.replay.plan as plan
+from jit.table import OPCODE
+from tape.reverse.backward import reverse_cuts, segment_bounds
 from tape.parallel import threads as _threads
 
 
 @pytest.fixture
 def small_runs(monkeypatch):
     """Split runs from a few thousand elements, so that the tests stay small."""
-    monkeypatch.setattr(compiled, "THREAD_SIZE", 2048)
+    monkeypatch.setattr(plan, "THREAD_SIZE", 2048)
 
 
 def w3(x):
@@ -287,10 +289,10 @@ def test_runs_closed_over_lines_split_same_bits(small_runs, f, k, n, d, threads)
         assert one(*call) == many(*call)
     v = next(reversed(many.variants.values()))
     A = v.A
-    assert any(int(A.code[e - 1]) == tape.replay.compiled.OPCODE["sum"] for _, e in v._runs)
+    assert any(int(A.code[e - 1]) == OPCODE["sum"] for _, e in v._runs)
     p = v._plan(many.nums)
     found = [p.reverse_runs(lo, hi) for lo, hi in
-             compiled.segment_bounds(len(A.sv), *compiled.reverse_cuts(v.t, p.need))]
+             segment_bounds(len(A.sv), *reverse_cuts(v.t, p.need))]
     assert any(found)  # there was a reverse run to split
     value, g = tape.value_and_grad(f, argnums=nums)(*args)
     v2, g2 = many.value_and_grad(*args)

@@ -10,7 +10,7 @@ import builtins
 
 import numpy as np
 
-from ..core.record import plain
+from ..core.tensor import plain
 from ..core.tensor import Tensor
 
 bool = np.dtype(np.bool_)  # noqa: A001  (the standard's name)

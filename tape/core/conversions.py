@@ -93,19 +93,20 @@ def _library_caller():
     return names[::-1] or None
 
 
+# Tensor versions of library functions, registered by the layers that hold them (tape/scipy/
+# linalg.py, tape/numpy/_polynomials.py): hint(module, name) gives the message naming the tensor
+# version of the function `name` of `module`, or None.
+LIBRARY_HINTS = []
+
+
 def _library_line(names, kind):
     """What converted (the outermost public function) and the tensor version, if tapejit has
     one: tape.scipy.linalg's or tnp.polynomial.polynomial's."""
-    from ..numpy._polynomials import COEF_FIRST
-
     for mod, name in names:
-        if mod.startswith("scipy.linalg") and "." not in name:
-            from ..scipy import linalg as tsl
-
-            if name in tsl.__all__:
-                return (f"scipy.linalg.{name} converts its arguments with np.asarray, which would "
-                        f"lose the gradient: call tape.scipy.linalg.{name} (the same "
-                        f"signature), which records.")
+        for hint in LIBRARY_HINTS:
+            line = hint(mod, name)
+            if line is not None:
+                return line
         if mod.startswith("scipy.stats."):
             return ("scipy.stats' distributions convert their arguments with np.asarray, which "
                     "would lose the gradient: call tape.stats (the same calls, e.g. "
@@ -114,10 +115,6 @@ def _library_line(names, kind):
         if mod.startswith("scipy.special") and name == "polygamma":
             return ("scipy.special.polygamma converts its arguments with np.asarray, which would "
                     "lose the gradient: call tape.special.polygamma(n, x), which records.")
-        if mod == "numpy.polynomial.polynomial" and name in COEF_FIRST:
-            return (f"numpy.polynomial.polynomial.{name} converts its arguments to arrays, which "
-                    f"would lose the gradient: call tnp.polynomial.polynomial.{name} (the same "
-                    f"function on tensors), which records.")
     mod, name = next(((m, n) for m, n in names if not n.split(".")[-1].startswith("_")
                       and n != "wrapper"), names[0])
     public = mod.split("._")[0]

@@ -9,14 +9,14 @@ compiled tape records again (a new variant) instead of returning a stale value.
 """
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 
+from .callsite import caller as _caller
 from .state import state
+from .tensor import Tensor
+from .values import check_dtype
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
 # NumPy functions a guard may recompute (a loaded file names them: nothing else is called)
@@ -32,8 +32,6 @@ def _bool(v):
 
 
 def _plain(a):
-    from .tensor import Tensor
-
     if type(a) is Tensor:
         return np.asarray(a._v)
     if isinstance(a, (list, tuple)):
@@ -57,8 +55,6 @@ def guard_fn(spec):
     if kind == "int":
         return int
     if kind == "zero_grad":
-        from .record import check_dtype
-
         ufunc = getattr(np, spec[1])
         return lambda *a: check_dtype(ufunc(*a), spec[1])
     if kind == "values":
@@ -98,13 +94,6 @@ def _same(a, b):
         np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
-def _caller(depth=2):
-    f = sys._getframe(depth)
-    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _PACKAGE:
-        f = f.f_back
-    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
-
-
 def note(spec, operands, result):
     """Record that Python saw ``result = guard_fn(spec)(*operands)``; operands may be tensors
     (recorded ones become slots of the compiled tape) or plain values."""
@@ -112,8 +101,6 @@ def note(spec, operands, result):
     if log is None:
         return result
     ops = []
-    from .tensor import Tensor
-
     for x in operands:
         if type(x) is Tensor and x._rg and x._meta is not None:
             ops.append(("leaf", x))  # an input: read from its buffer, which replays refill

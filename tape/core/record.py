@@ -12,15 +12,16 @@ import operator
 
 import numpy as np
 
-from jit.table import (FLAG_SHIFT, HELPERS, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE, STRIDED,
-                       TABLE)
+from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE, STRIDED, TABLE
 
 from .arrays import _FIELD
 from .conversions import conversion_error
+from .scalar_rules import SCALAR
 from .state import state
-from .tape import LEAF, LINK, MAX_ROWS, Tape, current_tape, note_disorder
+from .tape import MAX_ROWS, current_tape
+from .tensor import Tensor, import_slot, plain, raw, recording, result, slot_in
+from .values import check_dtype, constant
 
-Tensor = None  # bound by _tensor.py (the class needs this module and this module the class)
 
 GATHER = OPCODE["gather"]
 SCATTER = OPCODE["scatter"]
@@ -40,186 +41,7 @@ BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS bet
 
 
 # ---------------------------------------------------------------------------------------------
-# Scalar forward functions for 0-d values (Python floats), built from the same formulas as the
-# kernels (Python's math calls the libm that the kernels call); NumPy takes over where Python
-# raises (x/0, overflow, domain), whose results are special values (inf, nan, a signed zero) that
-# every NumPy loop agrees on.
-
-
-def _libm(name, nargs):
-    """A libm function by ctypes: the one the kernels call, where Python's math has none (cbrt
-    before 3.11) or its own (math.hypot is CPython's algorithm, an ulp from libm's)."""
-    import ctypes
-    import ctypes.util
-
-    fn = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
-    fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double] * nargs
-    return fn
-
-
-def _python_scalar_namespace():
-    ns = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
-    ns.setdefault("cbrt", _libm("cbrt", 1))  # math.cbrt is Python 3.11+
-    ns["hypot"] = _libm("hypot", 2)
-    ns.update(LN2=math.log(2.0), LN10=math.log(10.0), njit=lambda **kw: (lambda f: f), np=np)
-    exec(HELPERS, ns)  # the same helper source the kernels use, as plain Python
-    return ns
-
-
-def _scalar_fn(p, ns):
-    args = "x" if p.family == "unary" else "a, b"
-    f = eval(f"lambda {args}: {p.f}", ns)
-    ufunc = p.ufunc
-
-    def fn(*v):
-        try:
-            y = f(*v)
-            if type(y) is float:
-                return y
-        except (ArithmeticError, ValueError):
-            pass
-        return float(ufunc(*v))
-
-    return fn
-
-
-def _scalar_table():
-    ns = _python_scalar_namespace()
-    fns = [None] * len(TABLE)
-    for code, p in enumerate(TABLE):
-        if p.family in ("unary", "binary"):
-            fns[code] = _scalar_fn(p, ns)
-    # float arithmetic that cannot raise: call the operator directly
-    fns[OPCODE["add"]] = operator.add
-    fns[OPCODE["subtract"]] = operator.sub
-    fns[OPCODE["multiply"]] = operator.mul
-    fns[OPCODE["neg"]] = operator.neg
-    return fns
-
-
-SCALAR = _scalar_table()
-
-
-# ---------------------------------------------------------------------------------------------
 # Values and slots
-
-
-def check_dtype(y, what):
-    """Turn a NumPy result into a canonical value: a float for 0-d, else a float64 array."""
-    if type(y) is np.ndarray:
-        if y.dtype != np.float64:
-            if y.dtype.kind in "biu":
-                y = y.astype(np.float64)
-            else:
-                raise TypeError(f"{what}: tapejit differentiates float64 values; got dtype {y.dtype}"
-                                " (complex and object arrays are not supported)")
-        if y.ndim == 0:
-            return float(y)
-        if not y.flags.c_contiguous:
-            y = np.ascontiguousarray(y)
-        return y
-    if type(y) is float:
-        return y
-    if isinstance(y, (np.floating, np.integer, np.bool_, int, bool)):
-        return float(y)
-    if isinstance(y, (complex, np.complexfloating)):
-        raise TypeError(f"{what}: complex values are not supported")
-    return check_dtype(np.asarray(y), what)
-
-
-def constant(x, what="constant"):
-    """Canonical copy of a constant operand (Python scalar, NumPy array, nested list)."""
-    if type(x) is float:
-        return x
-    if isinstance(x, (int, np.integer, np.floating, np.bool_)):
-        return float(x)
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "biuf":
-            raise TypeError(f"{what}: unsupported dtype {x.dtype}; tapejit works in float64 "
-                            "(complex and object arrays are not supported)")
-        if x.ndim == 0:
-            return float(x)
-        return np.array(x, dtype=np.float64, order="C", copy=True)
-    if isinstance(x, (complex, np.complexfloating)):
-        raise TypeError(f"{what}: complex values are not supported")
-    return constant(np.asarray(x), what)
-
-
-def is_operand(x):
-    """Types that may take part in an op with a tensor (others get NotImplemented)."""
-    return (type(x) is Tensor or isinstance(x, (int, float, np.ndarray, np.number, np.bool_, list,
-                                                 tuple)))
-
-
-def raw(x):
-    """The value of an operand for NumPy (no copy): a tensor's value or the object itself."""
-    return x._v if type(x) is Tensor else x
-
-
-def _import(t: Tape, x) -> int:
-    """Slot standing for tensor x in tape t: a leaf row, a link to an older tape, or a constant."""
-    if not x._rg:
-        return t.const(x._v)
-    if x._meta is not None:  # a leaf: referenced by buffer, version checked at backward
-        # Leaves are shared between threads, so their slot is kept by the (per-thread) tape,
-        # never on the leaf itself.
-        key = ("leaf", id(x))
-        slot = t.index_cache.get(key)
-        if slot is None:
-            v = x._v  # a 0-d leaf enters as a float, so that 0-d rows stay on the fast path
-            slot = t.index_cache[key] = t.row(LEAF, -1, -1, float(v) if v.ndim == 0 else v,
-                                              v.size)
-            t.leaves[slot] = (x, x._meta.version)
-            if x._meta.born > t.id:
-                note_disorder()
-        return slot
-    key = ("link", x._tape.id, x._slot)  # the source row, not the (rebindable) tensor object
-    slot = t.index_cache.get(key)
-    if slot is None:
-        v = x._v
-        slot = t.row(LINK, -1, -1, v, 1 if type(v) is float else v.size)
-        t.links[slot] = x
-        t.index_cache[key] = slot
-        if x._tape.id > t.id:
-            note_disorder()
-    return slot
-
-
-def slot_in(t: Tape, x) -> int:
-    if type(x) is Tensor:
-        if x._tape is t:
-            return x._slot
-        return _import(t, x)
-    return t.const(constant(x))
-
-
-def result(value, t, slot):
-    r = Tensor.__new__(Tensor)
-    r._v = value
-    r._tape = t
-    r._slot = slot
-    r._rg = True
-    r._meta = None
-    return r
-
-
-def plain(value):
-    r = Tensor.__new__(Tensor)
-    r._v = value
-    r._tape = None
-    r._slot = -1
-    r._rg = False
-    r._meta = None
-    return r
-
-
-def recording(*xs) -> bool:
-    if not state.grad:
-        return False
-    for x in xs:
-        if type(x) is Tensor and x._rg:
-            return True
-    return False
 
 
 def _size(v):
@@ -312,7 +134,7 @@ def unary(code, x):
             t = state.tape
             if t is None or t.sealed:
                 t = current_tape()
-            sx = x._slot if x._tape is t else _import(t, x)
+            sx = x._slot if x._tape is t else import_slot(t, x)
             slot = len(t.sv)
             t.sv.append(y)
             t.rows.extend((code, sx, -1))
@@ -556,7 +378,7 @@ def _hashable(key):
 
 
 def getitem(x, key):
-    key = _plain_key(key)
+    key = plain_key(key)
     shape = _shape(x._v)
     hk = _hashable(key)
     hit = _BASIC_MAPS.get((shape, hk)) if hk is not None else None
@@ -578,11 +400,11 @@ def getitem(x, key):
     return gather(x, idx, cache_key=("gather", shape, hk) if hk is not None else None)
 
 
-def _plain_key(key):
+def plain_key(key):
     """Index keys may hold tensors without grad (e.g. from argmax); use their values. A key
     that requires grad is refused: its value leaving the tape is a silent conversion."""
     if type(key) is tuple:
-        return tuple(_plain_key(k) for k in key)
+        return tuple(plain_key(k) for k in key)
     if type(key) is Tensor:
         if key._rg:
             raise conversion_error("index")
@@ -601,7 +423,7 @@ def _plain_key(key):
 
 def setitem(x, key, v):
     """Functionalized x[key] = v: a scatter row, x rebound to the result."""
-    key = _plain_key(key)
+    key = plain_key(key)
     xv = x._v
     shape = _shape(xv)
     pos = np.asarray(index_map(shape, key), dtype=np.int64)

@@ -20,8 +20,9 @@ import numpy as np
 from jit.table import OPCODE, OP_MASK, TABLE
 
 from .arrays import build_arrays
+from .callsite import caller
 from .state import state
-from .saved_variable import SavedVariable
+from .saved_value import SavedValue
 
 CONST = OPCODE["const"]
 LEAF = OPCODE["leaf"]
@@ -94,7 +95,7 @@ class Tape:
         self.index_cache = {}  # (kind, shapes) -> ia offset, so repeated index maps are shared
         self.consts = {}  # nonzero Python-float constant -> its slot
         self.hooks = None  # slot -> _hooks.SlotHooks, for tensors with hooks or retain_grad
-        self.packed = None  # side row -> SavedVariable, for values packed by saved_tensors_hooks
+        self.packed = None  # side row -> SavedValue, for values packed by saved_tensors_hooks
         self.functions = None  # hub slot -> _function.FunctionNode (tape.Function calls)
         self.sealed = False
         self.built = None
@@ -103,6 +104,18 @@ class Tape:
         # the thread that made it: ids are process-wide, so "the tapes made from id n on" of one
         # thread's recording are those of ids >= n made by this thread
         self.thread = threading.get_ident()
+
+    @classmethod
+    def from_arrays(cls, av, side_of, escapes, built, hooks=None):
+        """A sealed tape that has only its arrays (``built``, the side rows' values ``av``), no
+        lists to record into: a loaded file's, or a copy of a compiled variant's tape for another
+        thread. Its leaves are added by the caller (``leaves``)."""
+        t = cls()
+        t.sealed = True
+        t.rows = t.sv = t.side = t.ia = t.fa = None
+        t.av, t.side_of, t.escapes, t.built, t.hooks = av, side_of, escapes, built, hooks
+        t.freed = np.zeros(len(built.sv), np.uint8)
+        return t
 
     def __len__(self):
         return len(self.sv) if self.built is None else len(self.built.sv)
@@ -132,7 +145,7 @@ class Tape:
             self.av.append(None)
             if self.packed is None:
                 self.packed = {}
-            self.packed[k] = SavedVariable(value, f"op '{TABLE[code & OP_MASK].name}'")
+            self.packed[k] = SavedValue(value, f"op '{TABLE[code & OP_MASK].name}'")
         else:
             self.sv.append(0.0)
             self.av.append(value)
@@ -219,10 +232,8 @@ class Tape:
 
 
 def _refuse_packing(code):
-    from .guards import _caller
-
     raise NotImplementedError(
-        f"tape.compile: op '{TABLE[code & OP_MASK].name}' at {_caller()} is recorded inside "
+        f"tape.compile: op '{TABLE[code & OP_MASK].name}' at {caller()} is recorded inside "
         "saved_tensors_hooks within the compiled f: a replay keeps its values in its own "
         "buffers and would not pack them. Record without saved_tensors_hooks inside f.")
 

@@ -1,23 +1,23 @@
-"""The Tensor: a NumPy value plus where it lives on the tape."""
+"""The Tensor type: a NumPy value plus where it lives on the tape, and the primitives that move
+values between tensors and tape slots (``slot_in``, ``result``, ``plain``, ...).
+
+This module knows nothing of the ops that record. The layers that define them give the class its
+behaviour, each once at import, through ``install``: Python's operators, indexing and the value
+exits that ``tape.compile``'s guards note (``tape/core/tensor_ops.py``), NumPy's protocols and
+array methods (``tape/numpy/_impl.py``), ``backward`` (``tape/reverse/autograd.py``) and the
+array API entry points (``tape/__init__.py``). ``import tape`` runs all of them.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from jit.table import OPCODE
-
-from . import guards as _guards, record as _record
 from .conversions import conversion_error
-from .hooks import RemovableHandle, SlotHooks
-from .record import binary, is_operand, plain, slot_in, unary
+from .hooks import SlotHooks
 from .state import state
-from .tape import MAX_ROWS, current_tape, newest_tape_id
+from .tape import LEAF, LINK, Tape, newest_tape_id, note_disorder
+from .values import constant
 
 _new = object.__new__
-
-
-# tape.numpy._impl (it needs this module, this module its dispatch): bound by its import, so
-# that a NumPy call on a tensor does not run an import statement
-_impl = None
 
 
 class _LeafMeta:
@@ -33,99 +33,6 @@ class _LeafMeta:
         self.born = t.id if t is not None and not t.sealed else newest_tape_id()
         self.hooks = {}  # handle id -> fn(grad) -> replacement or None
         self.post_hooks = {}  # handle id -> fn(tensor), after .grad is updated
-
-
-def _binop(name, reflected=False):
-    """The operator for a binary table row, with the 0-d fast path inlined.
-
-    Scalar-heavy code (a Python loop over 0-d values) spends its time here, so the common case
-    (two 0-d floats, recording on) appends one row without any further Python call.
-    """
-    code = OPCODE[name]
-    f = _record.SCALAR[code]
-
-    def op(self, other):
-        to = type(other)
-        if to is Tensor:
-            ov = other._v
-            ro = other._rg
-        elif to is float:
-            ov = other
-            ro = False
-        elif to is int:
-            ov = other = float(other)
-            ro = False
-        elif is_operand(other):
-            return binary(code, other, self) if reflected else binary(code, self, other)
-        else:
-            return NotImplemented
-        sv = self._v
-        if type(sv) is not float or type(ov) is not float:
-            return binary(code, other, self) if reflected else binary(code, self, other)
-        y = f(ov, sv) if reflected else f(sv, ov)
-        rs = self._rg
-        if not ((rs or ro) and state.grad):
-            r = _new(Tensor)
-            r._v = y
-            r._tape = None
-            r._slot = -1
-            r._rg = False
-            r._meta = None
-            return r
-        t = state.tape
-        if t is None or t.sealed:
-            t = current_tape()
-        s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
-        if ro and other._tape is t:
-            s2 = other._slot
-        elif to is Tensor:
-            s2 = slot_in(t, other)
-        else:
-            s2 = t.scalar_const(ov)
-        vals = t.sv
-        slot = len(vals)
-        vals.append(y)
-        t.rows.extend((code, s2, s1) if reflected else (code, s1, s2))
-        if slot >= MAX_ROWS:
-            t.roll()
-        r = _new(Tensor)
-        r._v = y
-        r._tape = t
-        r._slot = slot
-        r._rg = True
-        r._meta = None
-        return r
-
-    op.__name__ = f"__{'r' if reflected else ''}{name}__"
-    return op
-
-
-def _inplace(name):
-    code = OPCODE[name]
-    ufunc = _record.TABLE[code].ufunc
-
-    def op(self, other):
-        if not (type(other) is Tensor or is_operand(other)):
-            return NotImplemented
-        if self._meta is not None and self._rg:
-            if state.grad:
-                raise RuntimeError(
-                    f"a leaf tensor that requires grad is being used in an in-place operation "
-                    f"({name}). Wrap optimiser steps in `with tape.no_grad():`, or use "
-                    f"`x = x {_SYMBOL.get(name, name)} y` to create a new tensor.")
-            ov = other._v if type(other) is Tensor else other
-            ufunc(self._v, ov, out=self._v)
-            self._meta.version += 1
-            return self
-        r = binary(code, self, other)
-        self._rebind(r)
-        return self
-
-    op.__name__ = f"__i{name}__"
-    return op
-
-
-_SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
 
 
 class Tensor:
@@ -145,7 +52,7 @@ class Tensor:
     def __init__(self, data, requires_grad=False):
         if type(data) is Tensor and data._rg:
             raise conversion_error("tensor")
-        v = _record.constant(data._v if type(data) is Tensor else data, "tensor")
+        v = constant(data._v if type(data) is Tensor else data, "tensor")
         if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biu" \
                 and requires_grad:
             raise TypeError(f"only floating point tensors can require gradients; got dtype "
@@ -240,46 +147,6 @@ class Tensor:
     def mT(self):
         return self.swapaxes(-1, -2)
 
-    def numpy(self):
-        """The value as a read-only NumPy array (use np.array(t.numpy()) for a writable copy)."""
-        v = self._v
-        if state.guards is not None:
-            _guards.note(("np", "array"), (self,), np.array(v))
-        if type(v) is float:
-            return np.array(v)
-        out = v.view()
-        out.flags.writeable = False
-        return out
-
-    def item(self):
-        if self.size != 1:
-            raise ValueError(f"item(): tensor of shape {self.shape} has {self.size} elements")
-        r = float(np.reshape(self._v, -1)[0]) if type(self._v) is not float else self._v
-        if state.guards is not None:
-            _guards.note(("item",), (self,), r)
-        return r
-
-    def tolist(self):
-        if state.guards is not None:
-            _guards.note(("np", "array"), (self,), np.array(self._v))
-        return np.asarray(self._v).tolist()
-
-    def detach(self):
-        """A new tensor with the same value and no history (the value is shared read-only)."""
-        v = self._v
-        if state.guards is not None:
-            _guards.note(("np", "array"), (self,), np.array(v))
-        return plain(v if type(v) is float else self.numpy())
-
-    def copy(self):
-        return _record.reshape(self, self.shape) if self.ndim else +self
-
-    def astype(self, dtype, copy=True):
-        if np.dtype(dtype) != np.float64:
-            raise TypeError(f"tapejit tensors are float64; astype({np.dtype(dtype)}) is not "
-                            "supported (use t.detach().numpy().astype(...) for plain values)")
-        return self.copy() if copy else self
-
     # -- conversions: a value that carries a gradient leaves only by an explicit name ---------
     # float(t), math.exp(t), '%f' % t, out[i] = t into an ndarray, np.asarray(t) and the like
     # hand Python a plain value, and every gradient through it would be zero without a word. So
@@ -336,131 +203,13 @@ class Tensor:
 
     __hash__ = object.__hash__
 
-    # -- arithmetic -----------------------------------------------------------------------------
-    __add__ = _binop("add")
-    __radd__ = _binop("add", True)
-    __sub__ = _binop("subtract")
-    __rsub__ = _binop("subtract", True)
-    __mul__ = _binop("multiply")
-    __rmul__ = _binop("multiply", True)
-    __truediv__ = _binop("divide")
-    __rtruediv__ = _binop("divide", True)
-    __pow__ = _binop("power")
-    __rpow__ = _binop("power", True)
-    __iadd__ = _inplace("add")
-    __isub__ = _inplace("subtract")
-    __imul__ = _inplace("multiply")
-    __itruediv__ = _inplace("divide")
-    __ipow__ = _inplace("power")
-
-    def __neg__(self):
-        return unary(_NEG, self)
-
-    def __pos__(self):
-        return unary(_COPY, self)
-
-    def __abs__(self):
-        return unary(_ABS, self)
-
-    def __matmul__(self, other):
-        return _record.matmul(self, other) if is_operand(other) else NotImplemented
-
-    def __rmatmul__(self, other):
-        return _record.matmul(other, self) if is_operand(other) else NotImplemented
-
-    def __imatmul__(self, other):
-        self._rebind(_record.matmul(self, other))
-        return self
-
-    def __floordiv__(self, other):
-        return plain(_record.check_dtype(np.floor_divide(self._v, _record.raw(other)), "//"))
-
-    def __rfloordiv__(self, other):
-        return plain(_record.check_dtype(np.floor_divide(_record.raw(other), self._v), "//"))
-
-    def __mod__(self, other):
-        return binary(REMAINDER, self, other)
-
-    def __rmod__(self, other):
-        return binary(REMAINDER, other, self)
-
-    # comparisons give plain values (NumPy bools), as NumPy users expect
-    def __lt__(self, other):
-        r = np.less(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "less"), (self, other), r)
-
-    def __le__(self, other):
-        r = np.less_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "less_equal"), (self, other), r)
-
-    def __gt__(self, other):
-        r = np.greater(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "greater"), (self, other), r)
-
-    def __ge__(self, other):
-        r = np.greater_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "greater_equal"), (self, other), r)
-
-    def __eq__(self, other):
-        r = np.equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "equal"), (self, other), r)
-
-    def __ne__(self, other):
-        r = np.not_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "not_equal"), (self, other), r)
-
-    # -- indexing -------------------------------------------------------------------------------
-    def __getitem__(self, key):
-        return _record.getitem(self, key)
-
-    def __setitem__(self, key, value):
-        if self._meta is not None and self._rg:
-            if state.grad:
-                raise RuntimeError("a leaf tensor that requires grad is being used in an in-place "
-                                   "operation (item assignment). Wrap it in `with tape.no_grad():`"
-                                   " or assign into a copy: y = x.copy(); y[idx] = v.")
-            self._v[_record._plain_key(key)] = _record.raw(value)
-            self._meta.version += 1
-            return
-        self._rebind(_record.setitem(self, key, value))
-
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
 
-    # -- NumPy protocols ------------------------------------------------------------------------
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method == "__call__" and not kwargs:  # the common case, without the generic checks
-            code = _UFUNC_CODE.get(ufunc)
-            if code is not None:
-                if len(inputs) == 1:
-                    return unary(code, self)
-                a, b = inputs
-                if type(a) in _FAST_OPERANDS and type(b) in _FAST_OPERANDS:
-                    return binary(code, a, b)
-        return _impl.array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        return _impl.array_function(func, types, args, kwargs)
-
-    # -- the Python array API standard (tape.array_api) -----------------------------------------
-    def __array_namespace__(self, *, api_version=None):
-        from .. import array_api
-
-        if api_version is not None and api_version not in array_api.API_VERSIONS:
-            raise ValueError(f"tape.array_api implements the array API standard "
-                             f"{array_api.__array_api_version__}; api_version={api_version!r} "
-                             f"is not one of {array_api.API_VERSIONS}")
-        return array_api
-
     @property
     def device(self):
         return "cpu"
-
-    def to_device(self, device, /, *, stream=None):
-        from ..array_api import to_device
-
-        return to_device(self, device)
 
     # -- hooks (Python between jitted segments of the sweep) ------------------------------------
     def _slot_hooks(self, create=True):
@@ -476,63 +225,116 @@ class Tensor:
             h = t.hooks[self._slot] = SlotHooks(self.shape)
         return h
 
-    def register_hook(self, hook):
-        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned array replaces
-        the gradient. Hooks run in registration order. Returns a handle with ``.remove()``.
-
-        >>> h = y.register_hook(lambda g: np.clip(g, -1.0, 1.0))   # clip what flows back
-        """
-        if not self._rg:
-            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
-        table = self._meta.hooks if self._meta is not None else self._slot_hooks().hooks
-        handle = RemovableHandle(table)
-        table[handle.id] = hook
-        if state.guards is not None:
-            _guards.note_hook(handle.id)
-        return handle
-
-    def register_post_accumulate_grad_hook(self, hook):
-        """Call ``hook(tensor)`` on a leaf after backward has added to its ``.grad``."""
-        if self._meta is None:
-            raise RuntimeError("post-accumulate-grad hooks can only be registered on leaf tensors "
-                               "that require grad")
-        handle = RemovableHandle(self._meta.post_hooks)
-        self._meta.post_hooks[handle.id] = hook
-        if state.guards is not None:
-            _guards.note_hook(handle.id)
-        return handle
-
-    def retain_grad(self):
-        """Keep this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
-        if not self._rg:
-            raise RuntimeError("can't retain_grad on a tensor that does not require grad")
-        if self._meta is None:
-            self._slot_hooks().retain = True
-            if state.guards is not None:
-                _guards.note_hook(("retain", self._slot))
-
     @property
     def retains_grad(self):
         h = self._slot_hooks(create=False)
         return h is not None and h.retain
 
-    # -- autograd -------------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (seeded with ``gradient``);
-        with ``create_graph=True`` the backward is recorded, for higher derivatives."""
-        from ..reverse.autograd import backward
 
-        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
-                 create_graph=create_graph)
+def install(methods):
+    """Give Tensor the methods defined in the body of the class `methods` (a layer above this one
+    writes them as a class body, so they read as methods). A name Tensor already has is an error:
+    two layers never define the same method."""
+    for name, fn in vars(methods).items():
+        if name in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__") or (
+                name == "__hash__" and fn is None):  # (Python's, for a class body with __eq__)
+            continue
+        if name in Tensor.__dict__:
+            raise RuntimeError(f"Tensor.{name} is defined twice ({methods.__qualname__})")
+        setattr(Tensor, name, fn)
 
 
-_UFUNC_CODE = _record.UFUNC_CODE
-_FAST_OPERANDS = {Tensor, np.ndarray, float, int}
-_NEG = OPCODE["neg"]
-_COPY = OPCODE["copy"]
-_ABS = OPCODE["abs"]
-REMAINDER = OPCODE["remainder"]
-_record.Tensor = Tensor
+# ---------------------------------------------------------------------------------------------
+# Tensors and slots
+
+
+def is_operand(x):
+    """Types that may take part in an op with a tensor (others get NotImplemented)."""
+    return (type(x) is Tensor or isinstance(x, (int, float, np.ndarray, np.number, np.bool_, list,
+                                                 tuple)))
+
+
+def raw(x):
+    """The value of an operand for NumPy (no copy): a tensor's value or the object itself."""
+    return x._v if type(x) is Tensor else x
+
+
+def import_slot(t: Tape, x) -> int:
+    """Slot standing for tensor x in tape t: a leaf row, a link to an older tape, or a constant."""
+    if not x._rg:
+        return t.const(x._v)
+    if x._meta is not None:  # a leaf: referenced by buffer, version checked at backward
+        # Leaves are shared between threads, so their slot is kept by the (per-thread) tape,
+        # never on the leaf itself.
+        key = ("leaf", id(x))
+        slot = t.index_cache.get(key)
+        if slot is None:
+            v = x._v  # a 0-d leaf enters as a float, so that 0-d rows stay on the fast path
+            slot = t.index_cache[key] = t.row(LEAF, -1, -1, float(v) if v.ndim == 0 else v,
+                                              v.size)
+            t.leaves[slot] = (x, x._meta.version)
+            if x._meta.born > t.id:
+                note_disorder()
+        return slot
+    key = ("link", x._tape.id, x._slot)  # the source row, not the (rebindable) tensor object
+    slot = t.index_cache.get(key)
+    if slot is None:
+        v = x._v
+        slot = t.row(LINK, -1, -1, v, 1 if type(v) is float else v.size)
+        t.links[slot] = x
+        t.index_cache[key] = slot
+        if x._tape.id > t.id:
+            note_disorder()
+    return slot
+
+
+def slot_in(t: Tape, x) -> int:
+    if type(x) is Tensor:
+        if x._tape is t:
+            return x._slot
+        return import_slot(t, x)
+    return t.const(constant(x))
+
+
+def result(value, t, slot):
+    r = Tensor.__new__(Tensor)
+    r._v = value
+    r._tape = t
+    r._slot = slot
+    r._rg = True
+    r._meta = None
+    return r
+
+
+def plain(value):
+    r = Tensor.__new__(Tensor)
+    r._v = value
+    r._tape = None
+    r._slot = -1
+    r._rg = False
+    r._meta = None
+    return r
+
+
+def recording(*xs) -> bool:
+    if not state.grad:
+        return False
+    for x in xs:
+        if type(x) is Tensor and x._rg:
+            return True
+    return False
+
+
+def leaf_sharing(buffer):
+    """A leaf tensor (requires grad) whose buffer is the float64 array `buffer` itself, not a copy:
+    a compiled replay writes its arguments into the recording's own buffers."""
+    r = _new(Tensor)
+    r._v = buffer
+    r._tape = None
+    r._slot = -1
+    r._rg = True
+    r._meta = _LeafMeta()
+    return r
 
 
 def tensor(data, requires_grad=False) -> Tensor:

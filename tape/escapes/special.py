@@ -20,6 +20,7 @@ import numpy as np
 
 from jit.table import SPECIAL_ROWS, TABLE
 
+from ..core.formulas import FORMULAS as _NS
 from . import Escape, register
 from .products import sum_to_batch
 
@@ -83,8 +84,6 @@ _FORMULAS = {}  # (code, k) -> the partial as a function of tensors (higher orde
 def _formula(code, k):
     f = _FORMULAS.get((code, k))
     if f is None:
-        from ..forward.tangent_rules import _NS
-
         p = TABLE[code]
         args = "x, y" if len(p.d) == 1 else "a, b, y"
         f = _FORMULAS[code, k] = eval(f"lambda {args}: {p.d[k]}", dict(_NS))  # noqa: S307

@@ -308,10 +308,8 @@ def _function_rule(lv, t, slot):
         tans[i] = lv.tangents.get((tid, s))
     if all(g is None for g in tans):
         return None
-    from ..reverse.function import Function
-
-    jvp = getattr(node.cls, "jvp", Function.jvp)
-    if jvp is Function.jvp:
+    jvp = node.jvp
+    if jvp is None:
         raise RuntimeError(f"function {node.cls.__name__} has no forward-mode rule: define a "
                            f"static jvp(ctx, *tangents) returning one tangent per output to use "
                            f"it in forward mode")

@@ -12,7 +12,9 @@ import math
 
 import numpy as np
 
-from ..core.record import constant, plain
+from ..core.tensor import plain
+from ..core.values import constant
+from ..escapes import record
 from ..core.tensor import Tensor
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -25,8 +27,6 @@ def _t(x):
 
 def escape_record(name, a, b=None):
     """Record a special row (an escape of the main sweeps: tape/escapes/special.py)."""
-    from ..escapes import record
-
     return record(name, a, b)
 
 

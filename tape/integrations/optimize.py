@@ -15,6 +15,7 @@ import numpy as np
 
 from ..transforms.functional import value_and_grad
 from ..transforms.jacobians import _hvps, _Recorded
+from ..replay.compiled import compile as compile_tape
 
 
 class Objective:
@@ -47,8 +48,6 @@ class Objective:
 
     def _compiled(self, x):
         if self._cf is None:
-            from ..replay.compiled import compile as compile_tape
-
             self._cf = compile_tape(self.f, x, *self.args)
         return self._cf
 

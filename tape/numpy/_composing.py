@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.record import normalize_axes, raw
+from ..core.record import normalize_axes
+from ..core.tensor import raw
 
 
 def ndim_of(x):

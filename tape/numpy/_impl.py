@@ -15,10 +15,11 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..core import guards as _guards, tensor as _tensor
+from ..core import guards as _guards
 from ..core import record as rec
-from ..core.record import binary, constant, gather, normalize_axes, plain, raw, unary
-from ..core.tensor import Tensor
+from ..core.record import binary, gather, normalize_axes, unary
+from ..core.values import constant
+from ..core.tensor import Tensor, install, is_operand, plain, raw
 
 FUNCS = {}  # NumPy function -> implementation
 EXPORTS = {}  # name in tape.numpy -> implementation
@@ -83,7 +84,7 @@ def _ufunc_call(ufunc, inputs, kwargs):
     else:
         code = UFUNC_CODE.get(ufunc)
         special = SPECIAL_UFUNCS.get(ufunc) if code is None else None
-        if code is None and special is None and _scipy_special(ufunc):
+        if code is None and special is None and _resolve_ufunc(ufunc):
             special = SPECIAL_UFUNCS.get(ufunc)
         if special is not None:
             r = special(*inputs)
@@ -112,18 +113,18 @@ def _ufunc_call(ufunc, inputs, kwargs):
     return target
 
 
-def _scipy_special(ufunc):
-    """Register scipy.special's ufuncs (tape/special.py) when one of them first reaches a
-    tensor; True if ``ufunc`` is now known."""
-    from ..special import register_scipy
+# Ufuncs of other libraries, mapped by the layer that knows them when one first reaches a tensor:
+# each resolver(ufunc) registers what it can and says whether ``ufunc`` is now known (tape/special.py
+# adds scipy.special's, which can only be found once SciPy is imported).
+UFUNC_RESOLVERS = []
 
-    return register_scipy(ufunc)
+
+def _resolve_ufunc(ufunc):
+    return any(resolve(ufunc) for resolve in UFUNC_RESOLVERS)
 
 
 def _ufunc_name(ufunc):
     """The ufunc's name where users call it: numpy.exp, scipy.special.gammaln, ..."""
-    import sys
-
     name = ufunc.__name__
     if getattr(np, name, None) is ufunc:
         return f"numpy.{name}"
@@ -137,7 +138,7 @@ def _ufunc_name(ufunc):
 
 def array_ufunc(ufunc, method, inputs, kwargs):
     for x in inputs:
-        if not rec.is_operand(x):
+        if not is_operand(x):
             return NotImplemented
     if method == "__call__":
         return _ufunc_call(ufunc, inputs, dict(kwargs))
@@ -689,23 +690,38 @@ def _method(fn):
     return m
 
 
+_UFUNC_CODE = rec.UFUNC_CODE
+_FAST_OPERANDS = {Tensor, np.ndarray, float, int}
+
+
+class TensorNumpyMethods:
+    """NumPy's protocols on Tensor (``install`` makes these Tensor's), and its array methods."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # the common case, without the generic checks
+            code = _UFUNC_CODE.get(ufunc)
+            if code is not None:
+                if len(inputs) == 1:
+                    return unary(code, self)
+                a, b = inputs
+                if type(a) in _FAST_OPERANDS and type(b) in _FAST_OPERANDS:
+                    return binary(code, a, b)
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return array_function(func, types, args, kwargs)
+
+    def reshape(self, *shape, order="C"):
+        return reshape(self, shape[0] if len(shape) == 1 else shape, order)
+
+    def transpose(self, *axes):
+        return transpose(self, None if not axes else (axes[0] if len(axes) == 1 else axes))
+
+    flatten = _method(ravel)
+
+
 for _name in ("sum", "prod", "max", "min", "mean", "var", "std", "cumsum", "cumprod", "ravel",
               "swapaxes", "squeeze", "dot", "clip", "diagonal", "trace", "take", "repeat",
               "argmax", "argmin", "argsort", "all", "any", "nonzero", "round"):
-    setattr(Tensor, _name, _method(EXPORTS[_name]))
-
-
-def _reshape_method(self, *shape, order="C"):
-    return reshape(self, shape[0] if len(shape) == 1 else shape, order)
-
-
-def _transpose_method(self, *axes):
-    return transpose(self, None if not axes else (axes[0] if len(axes) == 1 else axes))
-
-
-Tensor.reshape = _reshape_method
-Tensor.transpose = _transpose_method
-Tensor.flatten = _method(ravel)
-
-
-_tensor._impl = sys.modules[__name__]
+    setattr(TensorNumpyMethods, _name, _method(EXPORTS[_name]))
+install(TensorNumpyMethods)

@@ -18,7 +18,8 @@ import numpy as np
 import numpy.polynomial.polynomial as P
 
 from ._impl import FUNCS, as_tensor, implements
-from ..core.record import raw
+from ..core.conversions import LIBRARY_HINTS
+from ..core.tensor import raw
 from ..core.tensor import Tensor
 
 # numpy.polynomial.polynomial's function -> ours (tnp.polynomial.polynomial), for the coverage
@@ -509,3 +510,14 @@ for _name, _fn in COEF_FIRST.items():
 namespace = types.ModuleType("tape.numpy.polynomial",
                              "numpy.polynomial for tensors: its `polynomial` module's functions.")
 namespace.polynomial = polynomial
+
+
+def _conversion_hint(mod, name):
+    if mod == "numpy.polynomial.polynomial" and name in COEF_FIRST:
+        return (f"numpy.polynomial.polynomial.{name} converts its arguments to arrays, which "
+                f"would lose the gradient: call tnp.polynomial.polynomial.{name} (the same "
+                f"function on tensors), which records.")
+    return None
+
+
+LIBRARY_HINTS.append(_conversion_hint)

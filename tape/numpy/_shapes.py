@@ -15,7 +15,8 @@ import numpy as np
 
 from ._composing import ndim_of, one_axis
 from ._impl import _no_extras, as_tensor, implements
-from ..core.record import normalize_axes, raw
+from ..core.record import normalize_axes
+from ..core.tensor import raw
 from ..core.tensor import Tensor
 
 

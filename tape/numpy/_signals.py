@@ -20,7 +20,8 @@ from ..core import guards as _guards
 from ..core import record as rec
 from ._composing import ndim_of, one_axis
 from ._impl import as_tensor, implements
-from ..core.record import normalize_axes, plain, raw
+from ..core.record import normalize_axes
+from ..core.tensor import plain, raw
 
 
 

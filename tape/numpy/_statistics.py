@@ -19,7 +19,7 @@ from ..core import guards as _guards
 from ..core import record as rec
 from ._composing import nan_mask, ndim_of, one_axis
 from ._impl import _no_extras, _values, as_tensor, implements
-from ..core.record import raw
+from ..core.tensor import raw
 from ..core.tensor import Tensor
 
 

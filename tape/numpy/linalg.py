@@ -12,7 +12,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import _impl as npi
-from ..core.record import plain, raw
+from ..core.tensor import plain, raw
 from ..escapes import record
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])

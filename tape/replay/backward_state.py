@@ -19,7 +19,8 @@ import sys
 
 from ..core.hooks import StatePoint
 from ..core.record import unary
-from ..core.tensor import _COPY, Tensor
+from ..core.tensor_ops import _COPY
+from ..core.tensor import Tensor
 
 
 class BackwardState:

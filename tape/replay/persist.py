@@ -21,10 +21,13 @@ import numpy as np
 from jit.table import (FLAG_SHIFT, FORMAT_VERSION, MAP_A, MAP_B, ONE_A, ONE_B, OP_MASK, OPCODE,
                        STRIDED, TABLE, RowFlag, table_hash)
 
+from ..core.arrays import mark_scalar_runs, unmark_scalar_runs, value_addresses
 from ..core.guards import ALLOWED, Guard
-from .replay_hooks import load_points, saved_points
-from ..core.tensor import Tensor
+from ..core.tape import Tape
+from ..core.tensor import Tensor, leaf_sharing, result
 from ..escapes import ESCAPES
+from .replay_hooks import load_points, saved_points
+from .variant import Variant
 
 _ALL_FLAGS = int(RowFlag.ONE_A | RowFlag.ONE_B | RowFlag.MAP_A | RowFlag.MAP_B | RowFlag.STRIDED)
 
@@ -43,8 +46,6 @@ def _json(x):
 
 
 def save(variant, path, argnums):
-    from ..core.arrays import unmark_scalar_runs
-
     t, A = variant.t, variant.A
     if t is None:
         raise ValueError("CompiledTape.save: the function's output does not depend on any "
@@ -112,15 +113,9 @@ def save(variant, path, argnums):
              **gvals)
 
 
-def load(path, f=None, state=None):
-    """A CompiledTape from a file written by ``CompiledTape.save``. With `f`, a guard that
-    differs records f again; without it, that is an error. Its BackwardState points call the
-    members of `state` (``cf.state``; a new BackwardState when None)."""
-    from .backward_state import BackwardState
-    from .compiled import CompiledTape
-
-    state = BackwardState() if state is None else state
-
+def read(path, state):
+    """The recording saved in a file written by ``CompiledTape.save``, validated: (variant,
+    argnums). Its BackwardState points call the members of `state`."""
     try:
         files = _read_archive(path)
     except _Invalid:
@@ -138,9 +133,7 @@ def load(path, f=None, state=None):
     except Exception as e:  # noqa: BLE001 - malformed content of any kind
         raise ValueError(f"tape.load: {path} is not a valid compiled tape ({type(e).__name__}: "
                          f"{e})") from None
-    cf = CompiledTape._from_variant(variant, f, argnums)
-    cf.state = state
-    return cf
+    return variant, argnums
 
 
 class _Invalid(ValueError):
@@ -235,16 +228,7 @@ def _build(files, state):
         av[k][...] = consts[off:off + sz].reshape(av[k].shape)
         off += sz
     _need(off == len(consts), "constant values too long")
-    # the tape object the replay driver expects
-    from ..core.arrays import mark_scalar_runs, value_addresses
-    from ..core.tape import Tape
-
-    t = Tape()
-    t.sealed = True
-    t.av = av
-    t.side_of = side_of
-    t.rows = t.sv = t.side = t.ia = t.fa = None
-    t.escapes = {}
+    escapes = {}
     for c, (a, b, y, params) in meta["escapes"].items():
         c = int(c)
         _need(0 <= c < n and _FAMILY[R[c, 0] & OP_MASK] == "escape", "escape entry out of range")
@@ -255,25 +239,23 @@ def _build(files, state):
               f"{where}: escape shapes of other sizes than its operands and result")
         a, b, y = (None if x is None else tuple(x) for x in (a, b, y))
         budget.run(_escape_work(name, a, b, y, params, where), where)
-        t.escapes[c] = (a, b, y, params)
+        escapes[c] = (a, b, y, params)
     for c in range(n):
         if _FAMILY[R[c, 0] & OP_MASK] == "escape":
-            _need(c in t.escapes, f"escape row {c} has no shapes")
+            _need(c in escapes, f"escape row {c} has no shapes")
     arr_slots = np.array([s for s, k in side_of.items() if is_array[k]], dtype=np.int64)
     VA = value_addresses(sv, {int(s): av[side_of[int(s)]] for s in arr_slots})
     isarr = np.zeros(n, bool)
     isarr[arr_slots] = True
     mark_scalar_runs(R)  # (after validation, which reads -1)
-    t.built = SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=np.array(size),
-                              is_array=isarr, code=R[:, 0] & OP_MASK,
-                              packed_slot=np.zeros(0, np.int64))
-    t.freed = np.zeros(n, np.uint8)
-    v = _variant(t, meta, files, size)
-    v.hooks = load_points(t, _points(meta, n, side_of, shapes, is_array), [
+    # the tape object the replay driver expects
+    t = Tape.from_arrays(av, side_of, escapes, SimpleNamespace(
+        R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=np.array(size), is_array=isarr,
+        code=R[:, 0] & OP_MASK, packed_slot=np.zeros(0, np.int64)))
+    hooks = load_points(t, _points(meta, n, side_of, shapes, is_array), [
         tuple(shapes[side_of[s]]) if s in side_of and is_array[side_of[s]] else ()
         for s in range(n)], state)
-    v.hooked_slots = len(t.hooks or ())
-    return v, _argnums(meta["argnums"])
+    return _variant(t, meta, files, hooks), _argnums(meta["argnums"])
 
 
 def _points(meta, n, side_of, shapes, is_array):
@@ -566,63 +548,52 @@ def _escape_work(name, a, b, y, params, where):
     return esc.work(a, b, **params)
 
 
-def _variant(t, meta, files, size):
-    from .compiled import _Variant
-
-    v = _Variant.__new__(_Variant)
-    v.t, v.A = t, t.built
-    v.escapes = sorted(t.escapes)
-    v._plans = {}
-    v.shapes, v.statics, v.leaves, v.slots, args = [], [], [], [], []
+def _variant(t, meta, files, hooks):
+    shapes, statics, leaves, slots, args = [], [], [], [], []
     t.leaves = {}
     for i, item in enumerate(meta["inputs"]):
         if "slot" in item:
             shape = tuple(item["shape"])
             slot = item["slot"]
-            if slot >= 0 and v.A.is_array[slot]:
+            if slot >= 0 and t.built.is_array[slot]:
                 buf = t.av[t.side_of[slot]]
                 _need(buf.shape == shape, "input buffer shape")
-                leaf = Tensor(buf, requires_grad=True)
-                leaf._v = buf  # the row's own buffer: loading writes into it
+                leaf = leaf_sharing(buf)  # the row's own buffer: loading writes into it
             else:
                 leaf = Tensor(np.zeros(shape), requires_grad=True)
             if slot >= 0:
                 t.leaves[slot] = (leaf, 0)
-            v.shapes.append(shape)
-            v.statics.append(None)
-            v.leaves.append(leaf)
-            v.slots.append(slot if slot >= 0 else None)
+            shapes.append(shape)
+            statics.append(None)
+            leaves.append(leaf)
+            slots.append(slot if slot >= 0 else None)
             args.append(np.zeros(shape))
         else:
             static = files[f"static_{i}"] if "static_array" in item else item.get("static")
-            v.shapes.append(None)
-            v.statics.append(static)
-            v.leaves.append(static)
-            v.slots.append(None)
+            shapes.append(None)
+            statics.append(static)
+            leaves.append(static)
+            slots.append(None)
             args.append(static)
-    v.args = tuple(args)
     out = meta["output"]
-    o = Tensor.__new__(Tensor)
-    o._v, o._tape, o._slot, o._rg, o._meta = np.zeros(tuple(out["shape"])), t, out["slot"], \
-        True, None
-    v.out = o
-    v.guards = []
+    guards = []
     for j, g in enumerate(meta["guards"]):
         ops = []
         for kind, x in g["operands"]:  # (checked by _check_guard and _validate_rows)
             if kind == "slot":
                 ops.append(("slot", x))
             elif kind == "leaf":
-                ops.append(("leaf", v.leaves[x]))
+                ops.append(("leaf", leaves[x]))
             else:
                 ops.append(("const", files[f"guard_{j}_const_{x}"]))
         r = files[f"guard_{j}_result"]
         rt = g["result_type"]
-        result = r if rt == "ndarray" else (r.item() if r.ndim == 0 else r)
+        value = r if rt == "ndarray" else (r.item() if r.ndim == 0 else r)
         if rt in ("bool", "int", "float"):
-            result = {"bool": bool, "int": int, "float": float}[rt](result)
+            value = {"bool": bool, "int": int, "float": float}[rt](value)
         spec = tuple(tuple(x) if isinstance(x, list) else x for x in g["spec"])
         if spec and spec[0] == "values":
             spec = (spec[0], spec[1], tuple(tuple(kv) for kv in g["spec"][2]))
-        v.guards.append(Guard(spec, tuple(ops), result, g["where"]))
-    return v
+        guards.append(Guard(spec, tuple(ops), value, g["where"]))
+    return Variant.loaded(t, shapes, statics, leaves, slots, tuple(args),
+                          result(np.zeros(tuple(out["shape"])), t, out["slot"]), guards, hooks)

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.hooks import StatePoint, run_hooks
+from jit.table import OPCODE, TABLE
+
+from ..core.hooks import SlotHooks, StatePoint, run_hooks
+from ..core.saved_variable import SavedVariable
 from ..core.tensor import Tensor
+from ..reverse.backward import last_readers
 
 
 def _kind(fn):
@@ -115,11 +119,6 @@ def pack_and_unpack(t, A, need):
     memory; a replay's buffers exist anyway, so it unpacks before the sweep.) Returns the
     constants' own values [(slot, value)] to put back after the sweep (``restore``): no
     forward recomputes a constant row."""
-    from jit.table import OPCODE, TABLE
-
-    from ..reverse.backward import last_readers
-    from ..core.saved_variable import SavedVariable
-
     slots = np.flatnonzero(A.is_array & (A.code != OPCODE["leaf"]))
     saved = {int(s): SavedVariable(np.array(t.value(s)), f"op '{TABLE[A.code[s]].name}'")
              for s in slots}
@@ -170,8 +169,6 @@ def saved_points(variant):
 
 def load_points(t, points, shapes, state):
     """The ReplayHooks of a loaded tape: its saved points call `state`'s members by name."""
-    from ..core.hooks import SlotHooks
-
     if not points:
         return None
     t.hooks = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import backward as _backward, graph_backward as _graph_backward
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, install
 
 
 def _as_list(x):
@@ -82,3 +82,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         elif not create_graph:
             res[i] = np.reshape(g, inputs[i].shape)
     return tuple(res)
+
+
+class TensorBackward:
+    """``Tensor.backward`` (``install`` makes it Tensor's)."""
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (seeded with ``gradient``);
+        with ``create_graph=True`` the backward is recorded, for higher derivatives."""
+        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
+                 create_graph=create_graph)
+
+
+install(TensorBackward)

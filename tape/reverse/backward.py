@@ -22,7 +22,7 @@ from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
-from ..core.saved_variable import BACKWARD_TWICE
+from ..core.saved_value import BACKWARD_TWICE
 
 # Rows whose reverse rule never reads an operand's value: a leaf modified in place after
 # recording is harmless when only these rows consume it.

@@ -26,11 +26,13 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..core.record import check_dtype, plain, result, slot_in
+from ..core.values import check_dtype
+from ..core.tensor import plain, result, slot_in
 from ..core.state import enable_grad, no_grad, state
 from ..core.tape import MAX_ROWS, current_tape
 from ..core.tensor import Tensor
 from ..core.saved_variable import SavedVariable
+from .vjp_rules import _sum_to
 
 FUNCTION = OPCODE["function"]
 FUNCTION_OUT = OPCODE["function_out"]
@@ -160,10 +162,13 @@ class Function:
 class FunctionNode:
     """What the tape keeps of one Function call (in ``Tape.functions``, keyed by its hub)."""
 
-    __slots__ = ("cls", "ctx", "args", "chain", "nargs", "tensor_args", "outs", "replay_args")
+    __slots__ = ("cls", "ctx", "args", "chain", "nargs", "tensor_args", "outs", "replay_args",
+                 "jvp")
 
     def __init__(self, cls, ctx, args, chain, tensor_args):
         self.cls = cls
+        # the forward-mode rule (tape.forward_ad calls it), None when cls defines none
+        self.jvp = cls.jvp if cls.jvp is not Function.jvp else None
         self.ctx = ctx
         self.args = args  # (argument position, slot, shape) of each differentiable argument
         self.chain = chain  # (row, need bit) telling whether the backward needs each of them
@@ -308,8 +313,6 @@ def _check_grad_tensor(name, i, g, shape):
     if gs == shape:
         return g
     _check_grad(name, i, np.zeros(gs), shape)  # the same shape errors
-    from .vjp_rules import _sum_to
-
     return _sum_to(g, shape)
 
 

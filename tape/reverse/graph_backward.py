@@ -16,7 +16,7 @@ import numpy as np
 from jit.table import OPCODE, OP_MASK
 
 from .backward import BACKWARD_TWICE, plan_need
-from ..core.record import plain
+from ..core.tensor import plain
 from ..core.state import enable_grad
 from ..core.tape import horizon
 from ..forward.tangent_rules import TapeReader

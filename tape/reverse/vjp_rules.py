@@ -17,10 +17,10 @@ from jit import NEED_A, NEED_B
 from jit.table import FLAG_SHIFT, OP_MASK, ONE_A, ONE_B, OPCODE, TABLE
 
 from ..core import record as _record
-from ..core.record import plain
+from ..core.tensor import plain
 from ..escapes import ESCAPES, TENSORS, split
-from ..forward.tangent_rules import (_all_normal, _derivative, _exclusive_products, _fit_value,
-                                     _shape)
+from ..core.formulas import derivative
+from ..forward.tangent_rules import _all_normal, _exclusive_products, _fit_value, _shape
 
 COPY = OPCODE["copy"]
 POWER = OPCODE["power"]
@@ -55,14 +55,14 @@ def row_vjp(rd, slot, g, nd, functions=None):
     if fam == "unary":
         if op == COPY:
             return np.reshape(g, sha), None
-        d = _derivative(op, 0)
+        d = derivative(op, 0)
         return (g * d if type(d) is float else g * d(rd.tensor(a), y)), None
     if fam == "binary":
         out = [None, None]
         for k, (s, sh, one) in enumerate(((a, sha, flags & ONE_A), (b, shb, flags & ONE_B))):
             if not nd & (NEED_A, NEED_B)[k]:
                 continue
-            d = _derivative(op, k)
+            d = derivative(op, k)
             c = _constant_exponent(rd, op, k, b)
             if type(d) is float:
                 term = g if d == 1.0 else (-g if d == -1.0 else g * d)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..numpy import _impl as npi
-from ..core.record import raw
+from ..core.conversions import LIBRARY_HINTS
+from ..core.tensor import raw
 from ..escapes import record
 from ..numpy.linalg import _matrix_operands, _mT, _square
 
@@ -74,3 +75,14 @@ def expm(A):
 
 
 __all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "expm"]
+
+
+def _conversion_hint(mod, name):
+    if mod.startswith("scipy.linalg") and "." not in name and name in __all__:
+        return (f"scipy.linalg.{name} converts its arguments with np.asarray, which would "
+                f"lose the gradient: call tape.scipy.linalg.{name} (the same "
+                f"signature), which records.")
+    return None
+
+
+LIBRARY_HINTS.append(_conversion_hint)

@@ -4,6 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import functional
+from ..core.state import no_grad
+from ..core.tensor import Tensor
+from ..reverse import autograd
 
 
 class GradcheckError(RuntimeError):
@@ -27,9 +30,6 @@ def _numerical_jacobian(f, args, i, eps):
 
 
 def _value(f, args):
-    from ..core.state import no_grad
-    from ..core.tensor import Tensor
-
     with no_grad():
         out = f(*[Tensor(np.asarray(a, dtype=np.float64)) for a in args])
     return out._v if isinstance(out, Tensor) else out
@@ -83,9 +83,6 @@ def gradgradcheck(f, *args, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     >>> tape.gradgradcheck(lambda x: np.sin(x) * x, np.array([0.1, 0.2]))
     True
     """
-    from ..reverse import autograd
-    from ..core.tensor import Tensor
-
     args = [np.asarray(a, dtype=np.float64) for a in args]
     out0 = np.asarray(_value(f, args), dtype=np.float64)
     v0 = (np.random.default_rng(seed).normal(size=out0.shape) if grad_outputs is None

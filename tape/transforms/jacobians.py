@@ -16,7 +16,7 @@ from ..core.state import state
 from ..core.tensor import Tensor
 from ..forward.tangent_program import TangentProgram, closed_tapes
 from ..core.tape import newest_tape_id
-from .functional import _argnums, _as_leaf, _FreshTape, _fresh_input, _nested
+from .functional import _argnums, _as_leaf, _FreshTape, _fresh_input, _nested, grad
 
 JACFWD_CHUNK = 32  # tangent directions per jitted sweep in jacfwd (bounds the tangent arena)
 _NESTED = ("{what} inside another transform, of a function that uses tensors of the enclosing "
@@ -360,8 +360,6 @@ def hvp(f, primals, v):
     if len(primals) != len(v):
         raise ValueError(f"hvp: {len(primals)} primals but {len(v)} vectors")
     if _nested(primals + v):  # forward over (recorded) reverse, keeping history
-        from .functional import grad
-
         nums = tuple(range(len(primals)))
         _, hv = _jvp_dual(lambda *xs: grad(f, argnums=nums)(*xs), primals, v, False)
         return hv[0] if single else tuple(hv)
@@ -404,8 +402,6 @@ def hessian(f, argnums=0):
     def wrapper(*args):
         (i,) = _argnums(argnums, len(args))
         if _nested([args[i]]):  # forward over (recorded) reverse, keeping history
-            from .functional import grad
-
             return _jacfwd_nested(grad(f, argnums=i), args, (i,), i)
         rec = _Recorded(lambda x: f(*_place(args, (i,), (x,))), [args[i]], "tape.hessian")
         _check_single(rec.outs, "hessian")
