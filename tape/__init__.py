@@ -7,17 +7,17 @@
 >>> w.grad                                  # d/dw sum(sin(w) w) = cos(w) w + sin(w)
 array([1.38177329, 1.38177329, 1.38177329])
 """
-from .core import tensor_ops  # noqa: F401  (gives Tensor its operators)
+from .core import tensor_ops as _tensor_ops  # noqa: F401  (gives Tensor its operators)
 from .escapes import (eigen as _eigen, expm as _expm, inverse as _inverse,  # noqa: F401
                       products as _products, qr as _qr, special as _special, svd as _svd,
                       triangular as _triangular)  # (each registers its rows in ESCAPES)
-from .numpy import _impl as _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
-from .numpy import _einsum  # noqa: F401  (registers np.einsum)
-from .numpy import _compositions  # noqa: F401  (registers NumPy functions built from others)
-from .numpy import _shapes  # noqa: F401  (registers shape and manipulation compositions)
-from .numpy import _signals  # noqa: F401  (registers signal and sampled-function compositions)
-from .numpy import _statistics  # noqa: F401  (registers statistics compositions)
-from .numpy import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
+from .numpy_ops import _impl as _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
+from .numpy_ops import _einsum  # noqa: F401  (registers np.einsum)
+from .numpy_ops import _compositions  # noqa: F401  (registers NumPy functions built from others)
+from .numpy_ops import _shapes  # noqa: F401  (registers shape and manipulation compositions)
+from .numpy_ops import _signals  # noqa: F401  (registers signal and sampled-function compositions)
+from .numpy_ops import _statistics  # noqa: F401  (registers statistics compositions)
+from .numpy_ops import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
 from . import special  # noqa: F401  (registers np.i0; scipy.special maps lazily)
 from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, stats
 from . import scipy  # noqa: F401  (tape.scipy.linalg; SciPy itself is imported when a function runs)

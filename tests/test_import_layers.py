@@ -16,9 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Bottom to top. A module belongs to the first layer whose name is a prefix of its own; the
-# modules directly in tape/ (tape/__init__.py, the thin public modules such as tape/autograd.py,
-# tape/graph.py, tape/_coverage.py) are the top layer, "tape".
+# Bottom to top. A module belongs to the first layer whose name is a prefix of its own: the
+# modules directly in tape/ (tape/__init__.py, the namespaces, the thin public modules such as
+# tape/autograd.py, tape/_coverage.py) and tape/array_api/ are the top layer, "tape".
 LAYERS = (
     "jit",
     "tape.parallel",      # worker threads and native BLAS pieces: no tape knowledge
@@ -27,12 +27,12 @@ LAYERS = (
     "tape.forward",       # tangent rules on tensors, dual numbers, the jitted tangent program
     "tape.reverse",       # backward drivers, vjp rules, split backward, custom Functions
     "tape.transforms",    # grad / vjp / jacobians / gradcheck / checkpoint
-    "tape.numpy",         # the tnp namespace and NumPy's functions on tensors
-    "tape.scipy",         # scipy.linalg, scipy.special, scipy.stats on tensors
-    "tape.array_api",     # the array API standard namespace
+    "tape.numpy_ops",     # NumPy's functions on tensors, registered for NumPy's dispatch
+    "tape.scipy",         # scipy.linalg on tensors
     "tape.replay",        # tape.compile: planning, execution, hooks in replay, save and load
     "tape.integrations",  # optimize, pipelining, distributed
-    "tape",               # the public modules
+    "tape",               # the public modules and namespaces: tape/__init__.py, tape.numpy,
+    #                       tape.special, tape.stats, tape.array_api, the thin public modules
 )
 
 

@@ -8,7 +8,7 @@ grows by itself as tapejit implements more of ``numpy.linalg``.
 """
 import numpy as np
 
-from ..numpy._impl import FUNCS as _FUNCS
+from ..numpy_ops._dispatch import FUNCS as _FUNCS
 from ..core.tensor import Tensor as _Tensor
 from ._dtypes import check as _check
 from ._dtypes import wrap as _wrap

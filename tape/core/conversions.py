@@ -94,7 +94,7 @@ def _library_caller():
 
 
 # Tensor versions of library functions, registered by the layers that hold them (tape/scipy/
-# linalg.py, tape/numpy/_polynomials.py): hint(module, name) gives the message naming the tensor
+# linalg.py, tape/numpy_ops/_polynomials.py): hint(module, name) gives the message naming the tensor
 # version of the function `name` of `module`, or None.
 LIBRARY_HINTS = []
 

@@ -4,7 +4,7 @@ values between tensors and tape slots (``slot_in``, ``result``, ``plain``, ...).
 This module knows nothing of the ops that record. The layers that define them give the class its
 behaviour, each once at import, through ``install``: Python's operators, indexing and the value
 exits that ``tape.compile``'s guards note (``tape/core/tensor_ops.py``), NumPy's protocols and
-array methods (``tape/numpy/_impl.py``), ``backward`` (``tape/reverse/autograd.py``) and the
+array methods (``tape/numpy_ops/_impl.py``), ``backward`` (``tape/reverse/autograd.py``) and the
 array API entry points (``tape/__init__.py``). ``import tape`` runs all of them.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ class _LeafMeta:
     def __init__(self):
         self.grad = None
         self.version = 0
-        # the oldest tape that may import it, were it used at once (``_tape.horizon``)
+        # the oldest tape that may import it, were it used at once (``tape.horizon``)
         t = state.tape
         self.born = t.id if t is not None and not t.sealed else newest_tape_id()
         self.hooks = {}  # handle id -> fn(grad) -> replacement or None

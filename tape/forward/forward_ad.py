@@ -7,7 +7,7 @@
 
 A dual tensor is recorded like any other (make_dual adds one row); its tangent at a level is
 worked out when ``unpack_dual`` asks for it, by running the forward-mode rule of every row since
-the last request (``_tangents.row_tangent``) with tensor operations. Those operations are
+the last request (``tangent_rules.row_tangent``) with tensor operations. Those operations are
 recorded too, which gives everything that nests:
 
 - levels nest: a tangent computed at an inner level is an ordinary tensor, dual at the outer
@@ -71,7 +71,7 @@ class _Level:
         self.owned_tapes = set()  # tapes recorded by this level's rules only
         self.fn_out = {}  # (tape id, slot) -> tangent of a Function output (from its jvp)
         self.leaf_sources = {}  # id(leaf) -> tangent, for leaves recorded as they are
-        self.oldest = None  # the oldest tape of a make_dual source (``_tape.horizon``)
+        self.oldest = None  # the oldest tape of a make_dual source (``tape.horizon``)
         self.first = {}  # tape id -> its first make_dual source row
 
     def is_own(self, t, i):

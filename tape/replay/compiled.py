@@ -8,7 +8,7 @@ Every positional array (or float) argument is an input slot of the recording, so
 should be an input is frozen; other arguments (ints, strings, None, tuples of them) are static
 and part of the recording's identity. Where the function read a recorded value in Python while
 recording (``if x > 0``, ``t.item()``, an ``argmax`` used as an index, a boolean mask), a guard
-was noted (``_guards``); a replay checks every guard against the replayed values and, when one
+was noted (``guards``); a replay checks every guard against the replayed values and, when one
 differs, records the function again at the new arguments (a new *variant*, cached, at most
 ``max_variants`` of them, least recently used first out). A result is never stale.
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from ..core.state import state as thread_state
 from ..core.tensor import Tensor
-from .. import numpy as tnp
+from ..numpy_ops._impl import concatenate, reshape
 from ..core.state import enable_grad
 from ..forward import forward_ad
 from ..reverse import autograd
@@ -49,14 +49,14 @@ def compile(f, *example_args, argnums=0, max_variants=8, threads=None,  # noqa: 
     `threads`: how many threads a call may split a large blocked run among (at least
     THREAD_SIZE elements: a run closed by a sum, as a loss over a large array, in pieces of its
     pairwise sum; any other, forward and reverse, in shares of its blocks), and a large batched
-    matmul (its batch elements, forward and reverse: ``_backward.batch_pieces``); None:
+    matmul (its batch elements, forward and reverse: ``backward.batch_pieces``); None:
     NUMBA_NUM_THREADS if set, else the cores this process may run on, rounded down to a power
     of two, at most 8; 1: none (say so in process pools that already use every core). Results
     are the same bits whatever the count. The threads wait for work awake for 2 ms after each
-    piece (``_threads.SPIN_SECONDS``), so a loop of calls does not pay for waking them.
+    piece (``threads.SPIN_SECONDS``), so a loop of calls does not pay for waking them.
     `check_constants`: record f twice at each new recording and raise, naming the lines, when
     constants differ between the two (a random draw or a global that changed inside f, which
-    a replay would freeze: ``_frozen``); a debugging aid, it doubles the cost of recording.
+    a replay would freeze: ``frozen``); a debugging aid, it doubles the cost of recording.
     """
     return CompiledTape(f, example_args, argnums, max_variants, threads, check_constants)
 
@@ -134,7 +134,7 @@ class CompiledTape:
 
     def _value_and_grad_packed(self, args, state):
         """value_and_grad inside saved_tensors_hooks: the forward replayed, its saved values
-        packed and unpacked as eager's backward does (``_replay_hooks.pack_and_unpack``), then
+        packed and unpacked as eager's backward does (``replay_hooks.pack_and_unpack``), then
         the reverse sweep over the unpacked values."""
         hooks = thread_state.saved_hooks
         thread_state.saved_hooks = None  # (the replay itself, or a new recording, packs nothing)
@@ -227,7 +227,7 @@ class CompiledTape:
                 g = grad(f, argnums=argnums)(*a)
                 if isinstance(argnums, int):
                     return g
-                return tnp.concatenate([tnp.reshape(g_i, (-1,)) for g_i in g])
+                return concatenate([reshape(g_i, (-1,)) for g_i in g])
 
             gt = self._grad_tape = CompiledTape(gradient, args, argnums, self.max_variants)
         _, hv = gt.jvp(args, vs)

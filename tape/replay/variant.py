@@ -139,7 +139,7 @@ class Variant:
         if t is None:
             return
         self.A = t.build()
-        self.hooked_slots = len(t.hooks or ())  # (one more later: ``_replay_hooks.raise_late``)
+        self.hooked_slots = len(t.hooks or ())  # (one more later: ``replay_hooks.raise_late``)
         slot_of = {id(leaf): s for s, (leaf, _) in t.leaves.items()}
         self.slots = [slot_of.get(id(x)) if type(x) is Tensor else None for x in self.leaves]
         self.escapes = sorted(t.escapes)

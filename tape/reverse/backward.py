@@ -355,7 +355,7 @@ def free_rows(t, A, rows):
 def plan_need(t, A, root_slots, want, inputs, oldest=None):
     """The need pass of one tape for a backward from `root_slots` to the leaves in `want`
     (all leaves when None) and the non-leaf `inputs` on it; links to tapes from `oldest` on
-    (``_tape.horizon``; None: every link) are sources conservatively (the older tape decides
+    (``tape.horizon``; None: every link) are sources conservatively (the older tape decides
     exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
     Returns (root, live, need)."""
     n = len(A.R)

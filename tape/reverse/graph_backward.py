@@ -1,8 +1,8 @@
 """The differentiable backward (``create_graph=True``): the reverse sweep as recorded tensor ops.
 
-Same plan as the jitted driver (``_backward``): tapes newest first, a need pass per tape, leaf
+Same plan as the jitted driver (``backward``): tapes newest first, a need pass per tape, leaf
 and link adjoints handed on. But each row's adjoint is a tensor and each rule runs as tensor
-operations (``_vjp_rules.row_vjp``), which are recorded, so the gradients it returns have
+operations (``vjp_rules.row_vjp``), which are recorded, so the gradients it returns have
 history and can be differentiated again. Nothing is freed: the graph stays for the next
 derivative (``retain_graph`` is implied, as in PyTorch).
 """

@@ -4,7 +4,7 @@ Used when a backward must itself be differentiable (``create_graph=True``, ``tap
 ``tape.grad``): each row's rule runs as recorded tensor operations instead of inside the jitted
 sweep. Elementwise rules come from the table's derivative formulas (``Prim.d``), the very
 declarations the kernels are generated from; the other families are the transposes of the
-forward rules in ``_tangents.py`` and follow the reverse kernels' conventions (ties share
+forward rules in ``tangent_rules.py`` and follow the reverse kernels' conventions (ties share
 evenly, zeros of prod/cumprod exactly, the last write of an item assignment wins).
 """
 from __future__ import annotations

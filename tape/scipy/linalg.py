@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numpy import _impl as npi
+from ..numpy_ops import _impl as npi
 from ..core.conversions import LIBRARY_HINTS
 from ..core.tensor import raw
 from ..escapes import record
-from ..numpy.linalg import _matrix_operands, _mT, _square
+from ..numpy_ops.linalg import _matrix_operands, _mT, _square
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 

@@ -18,7 +18,8 @@ import numpy as np
 from ..core import guards as _guards
 from ..core import record as rec
 from ._composing import nan_mask, ndim_of, one_axis
-from ._impl import _no_extras, _values, as_tensor, implements
+from ._dispatch import as_tensor, implements
+from ._impl import _no_extras, _values
 from ..core.tensor import raw
 from ..core.tensor import Tensor
 

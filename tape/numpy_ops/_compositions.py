@@ -18,11 +18,10 @@ import numpy as np
 
 from ..core import guards as _guards
 from ..core import record as rec
-from . import zeros
 from ._composing import nan_mask, ndim_of
-from ._impl import UFUNC_FUNCS, _no_extras, _values, as_tensor, implements
-from ..core.tensor import plain, raw
-from ..core.tensor import Tensor
+from ._dispatch import UFUNC_FUNCS, as_tensor, implements
+from ._impl import _no_extras, _values
+from ..core.tensor import Tensor, plain, raw, tensor
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,7 +249,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     elif len(funclist) != len(conds):
         raise ValueError(f"with {len(conds)} condition(s), either {len(conds)} or "
                          f"{len(conds) + 1} functions are expected")
-    y = zeros(shape)
+    y = tensor(np.zeros(shape))
     for cond, fn in zip(conds, funclist):
         if not cond.any():
             continue

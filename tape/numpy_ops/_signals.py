@@ -19,7 +19,7 @@ import numpy as np
 from ..core import guards as _guards
 from ..core import record as rec
 from ._composing import ndim_of, one_axis
-from ._impl import as_tensor, implements
+from ._dispatch import as_tensor, implements
 from ..core.record import normalize_axes
 from ..core.tensor import plain, raw
 

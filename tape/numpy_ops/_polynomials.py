@@ -17,7 +17,7 @@ import types
 import numpy as np
 import numpy.polynomial.polynomial as P
 
-from ._impl import FUNCS, as_tensor, implements
+from ._dispatch import FUNCS, as_tensor, implements
 from ..core.conversions import LIBRARY_HINTS
 from ..core.tensor import raw
 from ..core.tensor import Tensor

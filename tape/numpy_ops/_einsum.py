@@ -14,7 +14,8 @@ import string
 import numpy as np
 
 from ..core import record as rec
-from ._impl import _ids, as_tensor, implements
+from ._dispatch import as_tensor, implements
+from ._impl import _ids
 from ._impl import sum as _sum
 
 _LETTERS = string.ascii_letters

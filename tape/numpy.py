@@ -8,14 +8,14 @@ import builtins as _builtins
 
 import numpy as _np
 
-from . import _impl
-from ..core.tensor import Tensor as _Tensor, tensor as _tensor
+from .numpy_ops import _dispatch, _impl
+from .core.tensor import Tensor as _Tensor, tensor as _tensor
 
-globals().update(_impl.EXPORTS)
-from ._polynomials import namespace as polynomial  # noqa: E402  (tnp.polynomial.polynomial.polyval)
+globals().update(_dispatch.EXPORTS)
+from .numpy_ops._polynomials import namespace as polynomial  # noqa: E402  (tnp.polynomial.polynomial.polyval)
 
 # every table ufunc under its NumPy name (tnp.exp, tnp.maximum, ...)
-for _ufunc in list(_impl.UFUNC_CODE) + sorted(_impl.ZERO_GRAD | _impl.PLAIN, key=str):
+for _ufunc in list(_dispatch.UFUNC_CODE) + sorted(_dispatch.ZERO_GRAD | _dispatch.PLAIN, key=str):
     globals().setdefault(_ufunc.__name__, _ufunc)
 divide = true_divide = _np.true_divide
 negative, absolute, abs = _np.negative, _np.absolute, _np.absolute
@@ -104,6 +104,6 @@ def identity(n, dtype=None):
     return eye(n, dtype=dtype)
 
 
-from . import linalg  # noqa: E402  (tnp.linalg.norm, det, ...)
+from .numpy_ops import linalg  # noqa: E402  (tnp.linalg.norm, det, ...)
 
 del _ufunc

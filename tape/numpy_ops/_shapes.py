@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from ._composing import ndim_of, one_axis
-from ._impl import _no_extras, as_tensor, implements
+from ._dispatch import as_tensor, implements
+from ._impl import _no_extras
 from ..core.record import normalize_axes
 from ..core.tensor import raw
 from ..core.tensor import Tensor

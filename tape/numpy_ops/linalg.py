@@ -1,4 +1,4 @@
-"""``tape.numpy.linalg``: NumPy's linear algebra on tensors.
+"""``tape.numpy_ops.linalg``: NumPy's linear algebra on tensors.
 
 det, inv, slogdet, solve, cholesky, eigh, svd and qr are escape rows (``tape/escapes/``: their
 rules need LAPACK, so they run as NumPy code between jitted segments, and record when a
