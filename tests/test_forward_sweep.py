@@ -27,7 +27,7 @@ import tape
 from jit import _generate, _generate_forward
 from jit._interp import SIG_SWEEP, TABLE_HASH, forward_sweep, sweep
 from jit.table import OPCODE, OWN_VALUE, TABLE, table_hash
-from tape.functional import _FreshTape
+from tape.transforms.functional import _FreshTape
 from tape.core.scalar_rules import SCALAR
 
 from test_function import Cube

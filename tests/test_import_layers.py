@@ -190,3 +190,25 @@ def test_no_tape_module_over_700_lines_of_code():
     long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "tape").rglob("*.py"))
             if (n := _code_lines(p)) > 700}
     assert not long, f"split these by purpose: {long}"
+
+
+def test_tensor_gets_each_layers_methods_once():
+    """The layers above the Tensor type give it their methods through ``tensor.install`` when
+    ``import tape`` imports them; a second definition of a name is refused, not silently won."""
+    import tape
+    from tape.core.tensor import Tensor, install
+
+    for name, layer in (("__add__", "tape.core.tensor_ops"), ("__getitem__", "tape.core.tensor_ops"),
+                        ("__array_ufunc__", "tape.numpy_ops._dispatch"),
+                        ("sum", "tape.numpy_ops._impl"), ("backward", "tape.reverse.autograd"),
+                        ("__array_namespace__", "tape")):
+        assert getattr(Tensor, name).__module__ == layer, name
+
+    class Again:
+        def backward(self):
+            pass
+
+    with pytest.raises(RuntimeError, match="Tensor.backward is defined twice"):
+        install(Again)
+    assert Tensor.backward.__module__ == "tape.reverse.autograd"
+    assert isinstance(tape.tensor(1.0) + 1.0, Tensor)
