@@ -301,6 +301,10 @@ SWEEP = {
                          [np.array([0.3, -0.2]), np.array([0.5, 0.1])]),
     "signal.bilinear_zpk": (lambda z, p: _stack(*signal.bilinear_zpk(z, p, 1.0, 2.0)),
                             [np.array([0.3, -0.2]), np.array([0.5, 0.1])]),
+    "signal.lp2hp_zpk": (lambda z, p: _stack(*signal.lp2hp_zpk(z, p, 1.0, 2.0)),
+                         [np.array([0.3, -0.2]), np.array([0.5, 0.1])]),
+    "signal.abcd_normalize": (lambda A, B, C: _stack(*signal.abcd_normalize(A, B, C)),
+                              [np.eye(2) * 0.5 + 0.1, np.ones((2, 1)), np.ones((1, 2))]),
     "signal.lfiltic": (lambda b, a, y: signal.lfiltic(b, a, y),
                        [np.array([0.25, 0.5, 0.25]), np.array([1.3, -0.5]), np.array([0.3])]),
 }
