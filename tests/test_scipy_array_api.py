@@ -340,6 +340,41 @@ def test_tvar_tstd_tsem_values_right_and_gradient_nan_not_a_number():
         assert np.isnan(x.grad[kept]).all() and (x.grad[~kept] == 0.0).all()
 
 
+SHAPES = [((1,), None), ((3, 4), 0), ((3, 4), 1), ((3, 4), None), ((2, 1, 3), -1)]
+
+
+# variation and gstd of one value are NaN (no spread): not asked of them
+@pytest.mark.parametrize("name, shape, axis", [
+    (n, shape, axis) for n in ("tmean", "tmin", "tmax", "variation", "gstd")
+    for shape, axis in SHAPES if n in ("tmean", "tmin", "tmax") or shape != (1,)])
+def test_mask_using_functions_across_shapes(name, shape, axis):
+    a = rng.uniform(0.5, 2.0, shape)
+    fn = getattr(stats, name)
+    args = {"tmean": (LIMITS,), "tmin": (0.7,), "tmax": (1.8,)}.get(name, ())
+    if name in ("tmean", "tmin", "tmax"):
+        a.flat[0] = 1.2  # inside every limit: no slice is left empty
+    _check(lambda x: fn(x, *args, axis=axis), [a], hessian=False)
+
+
+def test_tmean_at_a_limit_follows_inclusive():
+    # an element exactly at a limit is kept or dropped as `inclusive` says; the gradient is
+    # the mean's over the kept elements (one-sided at the limit: the value jumps there)
+    a = np.array([0.7, 1.0, 1.5, 1.8, 2.0])
+    for inclusive, kept in (((True, True), [1, 1, 1, 1, 0]), ((False, True), [0, 1, 1, 1, 0]),
+                            ((True, False), [1, 1, 1, 0, 0])):
+        kept = np.array(kept, dtype=bool)
+        x = tape.tensor(a, requires_grad=True)
+        y = stats.tmean(x, LIMITS, inclusive)
+        assert y.item() == stats.tmean(a, LIMITS, inclusive)
+        y.backward()
+        np.testing.assert_allclose(x.grad, kept / kept.sum(), rtol=1e-15)
+
+
+def test_tmean_of_an_empty_selection_is_scipys_error():
+    with pytest.raises(ValueError, match="No array values within given limits"):
+        stats.tmean(tape.tensor(x8, requires_grad=True), (5.0, 6.0))
+
+
 def test_tmean_replays_with_a_mask_that_moves():
     # the comparisons inside SciPy are guards: a replay whose values move an element across a
     # limit records again, and agrees with eager

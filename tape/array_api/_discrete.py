@@ -212,7 +212,10 @@ def from_comparison(r):
     a DiscreteArray for code of an array-API package, the NumPy value for everyone else.
 
     Called by ``Tensor.__lt__`` and its siblings, so frame 2 is the comparison's caller."""
-    name = _getframe(2).f_globals.get("__name__")
+    try:
+        name = _getframe(2).f_globals.get("__name__")
+    except ValueError:  # called with no Python caller (from C at the bottom of a stack)
+        return r
     v = _VERDICTS.get(name)
     if v is None:
         v = _VERDICTS[name] = type(name) is str and name.partition(".")[0] in _PACKAGES
