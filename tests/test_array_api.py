@@ -488,6 +488,12 @@ def test_discrete_arrays_work_where_numpy_arrays_do():
     assert m.tolist() == [True, False, True, True]
     with pytest.raises(TypeError, match="gradient"):
         m[1] = tape.tensor(1.0, requires_grad=True)
+    m[1] = tape.tensor(1.0)  # a constant: its value
+    assert m.tolist() == [True, True, True, True]
+    assert np.asarray(m, copy=False) is m.numpy()
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(m, dtype=np.float64, copy=False)
+    assert np.from_dlpack(i).tolist() == [0, 1, 2, 3]  # data leaves by DLPack too
     with pytest.raises(TypeError):
         hash(m)
 

@@ -114,9 +114,11 @@ class DiscreteArray(NDArrayOperatorsMixin):
 
     def __setitem__(self, key, value):
         if type(value) is Tensor:
-            raise TypeError("tape.array_api: a float tensor cannot be stored into a boolean or "
-                            "integer array (its gradient would be lost); convert the array "
-                            "with xp.astype(a, xp.float64) first")
+            if value._rg:
+                raise TypeError("tape.array_api: a tensor that requires grad cannot be stored "
+                                "into a boolean or integer array (its gradient would be lost); "
+                                "convert the array with xp.astype(a, xp.float64) first")
+            value = value._v
         self._a[_plain(key)] = _plain(value)
 
     def __repr__(self):
@@ -128,11 +130,22 @@ class DiscreteArray(NDArrayOperatorsMixin):
     def __format__(self, spec):
         return format(self._a if self._a.ndim else self._a[()], spec)
 
+    def __dlpack__(self, **kwargs):  # data without a gradient: it may leave as a buffer
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
     # -- NumPy's view of it ---------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         if copy:
             return np.array(self._a, dtype=dtype, copy=True)
-        return self._a if dtype is None else self._a.astype(dtype, copy=False)
+        if dtype is None or np.dtype(dtype) == self._a.dtype:
+            return self._a
+        if copy is False:
+            raise ValueError(f"DiscreteArray of dtype {self._a.dtype}: a {np.dtype(dtype)} "
+                             "array needs a copy, and copy=False was asked")
+        return self._a.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.get("out")
