@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tape
 import tape.array_api as xp
@@ -496,6 +498,28 @@ def test_discrete_arrays_work_where_numpy_arrays_do():
     assert np.from_dlpack(i).tolist() == [0, 1, 2, 3]  # data leaves by DLPack too
     with pytest.raises(TypeError):
         hash(m)
+
+
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=6), st.sampled_from(
+    ["<", "<=", ">", ">=", "==", "!="]), st.floats(-3, 3))
+@settings(max_examples=40, deadline=None)
+def test_masks_from_array_api_code_behave_as_numpys(values, op, limit):
+    a = np.array(values)
+    x = tape.tensor(a, requires_grad=True)
+    m = _compare_from("scipy.stats._fake", f"x {op} limit", x=x, limit=limit)
+    want = eval(f"a {op} limit")
+    assert type(m) is xp.DiscreteArray
+    other = a > 0
+    for got, ref in ((~m, ~want), (m & other, want & other), (other | m, other | want),
+                     (m ^ other, want ^ other), (xp.sum(m), np.sum(want)),
+                     (xp.any(m), np.any(want)), (xp.all(m), np.all(want)),
+                     (xp.count_nonzero(m), np.count_nonzero(want)),
+                     (xp.nonzero(m)[0], np.nonzero(want)[0]), (m[::-1], want[::-1])):
+        assert type(got) is xp.DiscreteArray and got.dtype == ref.dtype
+        np.testing.assert_array_equal(np.asarray(got), ref)
+    y = xp.sum(xp.where(m, x * x, x)) + xp.sum(x[m])
+    y.backward()
+    np.testing.assert_allclose(x.grad, np.where(want, 2 * a, 1.0) + want, rtol=1e-15)
 
 
 def test_a_mask_is_data_and_never_differentiated():
