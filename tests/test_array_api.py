@@ -496,6 +496,12 @@ def test_discrete_arrays_work_where_numpy_arrays_do():
     with pytest.raises(ValueError, match="copy"):
         np.asarray(m, dtype=np.float64, copy=False)
     assert np.from_dlpack(i).tolist() == [0, 1, 2, 3]  # data leaves by DLPack too
+    # ndarray's other methods, for NumPy-style code given a mask
+    assert m.nonzero()[0].tolist() == [0, 1, 2, 3] and type(m.ravel()) is xp.DiscreteArray
+    assert i.argmax().item() == 3 and type(i.cumsum()) is xp.DiscreteArray
+    assert isinstance(i.mean(), tape.Tensor) and i.mean().item() == 1.5
+    with pytest.raises(AttributeError):
+        m.no_such_method
     with pytest.raises(TypeError):
         hash(m)
 

@@ -188,6 +188,21 @@ class DiscreteArray(NDArrayOperatorsMixin):
         """The values as a NumPy array (no copy)."""
         return self._a
 
+    def __getattr__(self, name):
+        # the rest of ndarray's public methods (ravel, nonzero, argmax, ...), for NumPy-style
+        # code that receives a mask from SciPy; results in the namespace's types
+        if name.startswith("_"):
+            raise AttributeError(f"'DiscreteArray' object has no attribute {name!r}")
+        attr = getattr(self._a, name)
+        if not callable(attr):
+            return _result(attr)
+
+        def method(*args, **kwargs):
+            return _result(attr(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()}))
+
+        method.__name__ = name
+        return method
+
 
 def _result(r):
     """A NumPy call's result on DiscreteArrays in the namespace's types: bool and integer
