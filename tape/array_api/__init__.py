@@ -6,11 +6,11 @@ on tensors and records on the tape: reverse mode, ``tape.compile`` replay, forwa
 higher order, as far as the operations it calls support them (docs/coverage.md).
 
 Arrays: float64 results are tensors (differentiable); boolean and integer results are
-``DiscreteArray``s, NumPy arrays that report this namespace (no gradient flows through them). float32 and complex
-dtypes are refused with a ``TypeError``; the only device is ``"cpu"``. Each function takes the
-standard's signature and calls NumPy's function of that name, which reaches tapejit's
-implementation through NumPy's dispatch protocols when an argument is a tensor. What passes and
-fails in the standard's conformance suite: docs/array_api.md.
+``DiscreteArray``s, NumPy arrays that report this namespace (no gradient flows through them).
+float32 and complex dtypes are refused with a ``TypeError``; the only device is ``"cpu"``.
+Each function takes the standard's signature and calls NumPy's function of that name, which
+reaches tapejit's implementation through NumPy's dispatch protocols when an argument is a
+tensor. What passes and fails in the standard's conformance suite: docs/array_api.md.
 """
 import math
 

@@ -43,7 +43,6 @@ class DiscreteArray(NDArrayOperatorsMixin):
     """A boolean or integer array of ``tape.array_api`` (a NumPy array inside; no gradient)."""
 
     __slots__ = ("_a",)
-    __array_priority__ = 1001  # above Tensor's: ndarray operators defer to it
 
     def __init__(self, a):
         self._a = a
