@@ -308,6 +308,17 @@ SWEEP = {
     "signal.lfiltic": (lambda b, a, y: signal.lfiltic(b, a, y),
                        [np.array([0.25, 0.5, 0.25]), np.array([1.3, -0.5]), np.array([0.3])]),
 }
+SWEEP.update({
+    # SciPy's Python (non-ufunc) special functions, recorded by tape.array_api.special
+    "special.polygamma_1": (lambda x: special.polygamma(1, x), [x8]),
+    # an array of orders: a DiscreteArray next to a tensor, a NumPy array next to an array
+    "special.polygamma_orders": (lambda x: special.polygamma(
+        (xp.asarray if isinstance(x, tape.Tensor) else np.asarray)([0, 1, 2, 3]), x), [x8[:4]]),
+    # 0, both sides of the Taylor branch's edge |pi x| = 0.1, and far from 0
+    "special.sinc": (special.sinc, [np.array([-1.3, -0.2, 0.0, 0.4, 0.1 / np.pi - 1e-9,
+                                              0.1 / np.pi + 1e-9, 2.5, 1e-7])]),
+    "special.multigammaln": (lambda a: special.multigammaln(a, 3), [x8 + 1.0]),
+})
 SPECIAL = ["betaln", "entr", "erf", "erfc", "erfcx", "erfinv", "expit", "gamma", "gammaln",
            "huber", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "loggamma", "logit", "ndtr",
            "ndtri", "pseudo_huber", "psi", "rel_entr", "xlog1py", "xlogy"]
@@ -316,7 +327,7 @@ for _name in SPECIAL:
     _u = getattr(_u, "__wrapped__", _u)
     SWEEP[f"special.{_name}"] = (getattr(special, _name),
                                  [p8 + 0.1 * k for k in range(_u.nin)])
-HESSIAN = {"stats.tmean", "stats.variation", "stats.gstd", "stats.entropy", "stats.zmap",
+HESSIAN = {"special.sinc", "special.multigammaln", "stats.tmean", "stats.variation", "stats.gstd", "stats.entropy", "stats.zmap",
            "signal.gaussian", "special.gammaln", "special.log_ndtr"}
 
 
@@ -397,6 +408,23 @@ def test_lfiltic_at_a0_equal_to_one_skips_the_division():
     zi = signal.lfiltic(tape.tensor(b), a, tape.tensor(y))
     np.sum(zi).backward()
     assert a.grad[0] == 0.0 and a.grad[1] != 0.0
+
+
+def test_sinc_derivatives_at_zero():
+    # sinc(x) = 1 - (pi x)^2 / 6 + (pi x)^4 / 120 - ...: at 0 the first derivative is 0, the
+    # second -pi^2 / 3, the fourth pi^4 / 5 (forward over reverse over reverse ...)
+    f = lambda x: special.sinc(x)  # noqa: E731
+    assert tape.grad(f)(0.0) == 0.0
+    np.testing.assert_allclose(tape.grad(tape.grad(f))(0.0), -np.pi ** 2 / 3, rtol=1e-14)
+    np.testing.assert_allclose(tape.grad(tape.grad(tape.grad(tape.grad(f))))(0.0),
+                               np.pi ** 4 / 5, rtol=1e-13)
+
+
+def test_multigammaln_refuses_a_outside_its_domain_as_scipy():
+    with pytest.raises(ValueError, match="condition a"):
+        special.multigammaln(tape.tensor([0.7, 2.0], requires_grad=True), 3)
+    with pytest.raises(ValueError, match="positive integer"):
+        special.multigammaln(tape.tensor([4.0]), 2.5)
 
 
 def test_a_numpy_only_function_refuses_a_tensor_by_name():
