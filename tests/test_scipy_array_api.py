@@ -386,6 +386,19 @@ def test_tmean_of_an_empty_selection_is_scipys_error():
         stats.tmean(tape.tensor(x8, requires_grad=True), (5.0, 6.0))
 
 
+def test_tmean_with_dual_numbers():
+    import tape.forward_ad as fwAD
+
+    v = rng.standard_normal(8)
+    kept = (x8 >= LIMITS[0]) & (x8 <= LIMITS[1])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(tape.tensor(x8), tape.tensor(v))
+        primal, tangent = fwAD.unpack_dual(stats.tmean(d, LIMITS))
+        primal, tangent = primal.item(), tangent.item()
+    np.testing.assert_allclose(primal, stats.tmean(x8, LIMITS), rtol=1e-14)
+    np.testing.assert_allclose(tangent, np.sum(v[kept]) / kept.sum(), rtol=1e-13)
+
+
 def test_tmean_replays_with_a_mask_that_moves():
     # the comparisons inside SciPy are guards: a replay whose values move an element across a
     # limit records again, and agrees with eager
