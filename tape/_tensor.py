@@ -19,6 +19,10 @@ _new = object.__new__
 # that a NumPy call on a tensor does not run an import statement
 _impl = None
 
+# tape.array_api's rule for comparison results, installed when the namespace is first imported
+# (before that, every comparison gives NumPy bools without a further call)
+_array_api_masks = None
+
 
 class _LeafMeta:
     """What only leaves carry: the accumulated gradient and the buffer's version counter."""
@@ -384,30 +388,39 @@ class Tensor:
     def __rmod__(self, other):
         return binary(REMAINDER, other, self)
 
-    # comparisons give plain values (NumPy bools), as NumPy users expect
+    # comparisons give plain values (NumPy bools), as NumPy users expect; in array-API code
+    # (SciPy) they give the namespace's boolean arrays, so that a mask and the tensors it
+    # selects from report one namespace (tape.array_api._discrete.from_comparison)
     def __lt__(self, other):
         r = np.less(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "less"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "less"), (self, other), r)
+        return r if _array_api_masks is None else _array_api_masks(r)
 
     def __le__(self, other):
         r = np.less_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "less_equal"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "less_equal"), (self, other), r)
+        return r if _array_api_masks is None else _array_api_masks(r)
 
     def __gt__(self, other):
         r = np.greater(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "greater"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "greater"), (self, other), r)
+        return r if _array_api_masks is None else _array_api_masks(r)
 
     def __ge__(self, other):
         r = np.greater_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "greater_equal"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "greater_equal"), (self, other),
+                                                        r)
+        return r if _array_api_masks is None else _array_api_masks(r)
 
     def __eq__(self, other):
         r = np.equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "equal"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "equal"), (self, other), r)
+        return r if _array_api_masks is None else _array_api_masks(r)
 
     def __ne__(self, other):
         r = np.not_equal(self._v, _record.raw(other))
-        return r if state.guards is None else _guards.note(("np", "not_equal"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "not_equal"), (self, other), r)
+        return r if _array_api_masks is None else _array_api_masks(r)
 
     # -- indexing -------------------------------------------------------------------------------
     def __getitem__(self, key):
