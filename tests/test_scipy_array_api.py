@@ -337,14 +337,7 @@ def test_sweep_of_array_api_functions(name):
     _check(f, [np.array(a, dtype=np.float64) for a in args], hessian=name in HESSIAN)
 
 
-# tapejit's forward_ad tangent of an empty gather raises (docs/array_api.md); strict: this
-# test fails once that is fixed, so that the docs are updated
-_DUAL_BUG = pytest.mark.xfail(raises=IndexError, strict=True,
-                              reason="forward_ad: tangent of a gather with no indices")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_DUAL_BUG) if n == "stats.variation"
-                                  else n for n in sorted(SWEEP)])
+@pytest.mark.parametrize("name", sorted(SWEEP))
 def test_sweep_with_dual_numbers(name):
     import tape.forward_ad as fwAD
 
