@@ -11,7 +11,7 @@ import numpy as np
 from ..numpy_ops._dispatch import FUNCS as _FUNCS
 from ..core.tensor import Tensor as _Tensor
 from ._dtypes import check as _check
-from ._dtypes import wrap as _wrap
+from ._discrete import wrap as _wrap
 
 
 def cholesky(x, /, *, upper=False):

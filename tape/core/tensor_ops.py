@@ -20,6 +20,18 @@ _COPY = OPCODE["copy"]
 _ABS = OPCODE["abs"]
 REMAINDER = OPCODE["remainder"]
 
+# What a comparison returns is passed through this function when one is set
+# (``set_comparison_results``): tape.array_api sets its rule for masks when first imported; until
+# then every comparison gives NumPy bools without a further call.
+_comparison_results = None
+
+
+def set_comparison_results(fn):
+    """Have every comparison of tensors return ``fn(result)`` (NumPy bools in, what the caller's
+    namespace expects out)."""
+    global _comparison_results
+    _comparison_results = fn
+
 
 def _binop(name, reflected=False):
     """The operator for a binary table row, with the 0-d fast path inlined.
@@ -206,31 +218,38 @@ class TensorOperators:
     def __rmod__(self, other):
         return binary(REMAINDER, other, self)
 
-    # comparisons give plain values (NumPy bools), as NumPy users expect
+    # comparisons give plain values (NumPy bools), as NumPy users expect; in array-API code
+    # (SciPy) they give the namespace's boolean arrays, so that a mask and the tensors it
+    # selects from report one namespace (tape.array_api._discrete.from_comparison)
     def __lt__(self, other):
         r = np.less(self._v, raw(other))
-        return r if state.guards is None else _guards.note(("np", "less"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "less"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
 
     def __le__(self, other):
         r = np.less_equal(self._v, raw(other))
-        return r if state.guards is None else _guards.note(("np", "less_equal"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "less_equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
 
     def __gt__(self, other):
         r = np.greater(self._v, raw(other))
-        return r if state.guards is None else _guards.note(("np", "greater"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "greater"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
 
     def __ge__(self, other):
         r = np.greater_equal(self._v, raw(other))
-        return r if state.guards is None else _guards.note(("np", "greater_equal"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "greater_equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
 
     def __eq__(self, other):
         r = np.equal(self._v, raw(other))
-        return r if state.guards is None else _guards.note(("np", "equal"), (self, other), r)
+        r = r if state.guards is None else _guards.note(("np", "equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
 
     def __ne__(self, other):
         r = np.not_equal(self._v, raw(other))
-        return r if state.guards is None else _guards.note(("np", "not_equal"), (self, other), r)
-
+        r = r if state.guards is None else _guards.note(("np", "not_equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
 
     # -- indexing -------------------------------------------------------------------------------
     def __getitem__(self, key):

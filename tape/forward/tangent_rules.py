@@ -35,6 +35,9 @@ CONST = OPCODE["const"]
 
 # -- reading rows ---------------------------------------------------------------------------
 
+_NO_INTS = np.zeros(0, np.int64)
+
+
 class TapeReader:
     """Rows, attributes and values of a tape, whether it is still recording or built."""
 
@@ -59,6 +62,8 @@ class TapeReader:
         t = self.t
         if t.built is not None:
             return t.built.IA[off:off + count]
+        if count == 0:  # an empty gather or scatter may have written no chunk at all
+            return _NO_INTS
         while self._nchunks < len(t.ia):
             self._starts.append(self._starts[-1] + t.ia[self._nchunks].size)
             self._nchunks += 1
