@@ -22,11 +22,11 @@ LOCAL = 8
 SEEDED = 16
 # need bits 32 / 64: the row alone adds to operand a's / b's adjoint (an escape row's, whose rule
 # reads it): the sweep zeroes that block just before adding, while in cache, in place of the
-# escape zeroing it after reading, a pass over memory (set by tape.compiled's plans)
+# escape zeroing it after reading, a pass over memory (set by tape.replay.compiled's plans)
 FRESH_A = 32
 FRESH_B = 64
 # need bit 128, with SEEDED, in the masks of a value-only replay: the seeded run computes its
-# values in scratch and its sum, and no reverse (tape.compiled's value calls)
+# values in scratch and its sum, and no reverse (tape.replay.compiled's value calls)
 VALUES = 128
 # need bits 1 / 2: operand a's / b's adjoint is needed (set by the need pass)
 NEED_A = 1

@@ -3407,7 +3407,7 @@ def _forward_scalar_other(op, psv, sa, sb, i):
 @njit(error_model="numpy", inline="always")
 def _scalar_run_end(pR, lo, hi):
     """The row after the run of 0-d rows that row lo (0-d) starts, at most hi: -1 - R[lo, 3]
-    (tape/_arrays.py marks it), or, in rows not marked (-1), the first row found that is not
+    (tape/core/arrays.py marks it), or, in rows not marked (-1), the first row found that is not
     0-d. A loop that knows its end up front does not test every row (see mark_scalar_runs)."""
     e = -1 - _ld_word(pR + 32 * lo + 24)
     if e <= lo:
@@ -3527,7 +3527,7 @@ def elementwise(code, a, b, y, n, field, IA):
     arrays: a read-only one, such as a leaf's buffer, would compile another signature, and
     typing array arguments costs more than the loop on small ones.) Flags
     1 / 2: a / b has one element; flag 16: the strided broadcast nest at IA[2:11]
-    (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
+    (``tape.core.record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
     entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
     ~13 s longer, once; loaded from the cache after)."""
     pa = a if field < 0 else _ld_word(a + field)

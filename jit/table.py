@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# 2: binary rows may carry a strided broadcast loop nest (flag 16, see tape/_record.py)
+# 2: binary rows may carry a strided broadcast loop nest (flag 16, see tape/core/record.py)
 FORMAT_VERSION = 2
 
 

@@ -6,7 +6,7 @@ classified from tapejit's own registries, rendered into docs/coverage.md.
 
 ``tests/test_coverage.py`` fails when the file is stale, when NumPy has a callable this module
 does not classify, and when a smoke call contradicts a claim of support. Differentiable functions
-come from the registries (``_numpy_impl.FUNCS``, the ufunc tables); the hand-written lists below
+come from the registries (``tape/numpy_ops/_dispatch.py``'s ``FUNCS``, the ufunc tables); the hand-written lists below
 say why the others are not differentiable, or why they are not covered yet.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from . import _numpy_impl as impl
+from .numpy_ops import _dispatch as impl
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                    "coverage.md")

@@ -22,9 +22,10 @@ import numpy as np
 
 from jit.table import SCIPY_SPECIAL
 
-from . import _numpy_impl, _record
+from .numpy_ops import _dispatch as _numpy_dispatch
+from .core import record as _record
 from .escapes import record as escape_record
-from ._tensor import Tensor
+from .core.tensor import Tensor
 
 __all__ = ["polygamma", "register_scipy"]
 
@@ -42,9 +43,12 @@ def register_scipy(ufunc=None):
             fn = getattr(special, name, None)
             fn = getattr(fn, "__wrapped__", fn)  # SCIPY_ARRAY_API=1 wraps each ufunc
             if isinstance(fn, np.ufunc):
-                _numpy_impl.SPECIAL_UFUNCS[fn] = _row_function(row, fn.nin)
+                _numpy_dispatch.SPECIAL_UFUNCS[fn] = _row_function(row, fn.nin)
         _REGISTERED[:] = [special]
-    return ufunc is not None and ufunc in _numpy_impl.SPECIAL_UFUNCS
+    return ufunc is not None and ufunc in _numpy_dispatch.SPECIAL_UFUNCS
+
+
+_numpy_dispatch.UFUNC_RESOLVERS.append(register_scipy)
 
 
 def _row_function(row, nin):
@@ -69,7 +73,7 @@ def polygamma(n, x):
     return escape_record("polygamma", _record.constant(n), x)
 
 
-@_numpy_impl.implements(np.i0, name="i0")
+@_numpy_dispatch.implements(np.i0, name="i0")
 def i0(x):
     """np.i0 (NumPy's modified Bessel function I0, not a ufunc): the i0 row."""
-    return escape_record("i0", _numpy_impl.as_tensor(x))
+    return escape_record("i0", _numpy_dispatch.as_tensor(x))

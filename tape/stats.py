@@ -23,8 +23,9 @@ import numpy as np
 
 from jit.table import OPCODE, TABLE
 
-from . import _record
-from ._tensor import Tensor
+from .core import record as _record
+from .core.tensor import Tensor
+from .escapes import record
 
 __all__ = ["norm", "t", "gamma", "beta", "expon", "cauchy", "lognorm", "poisson", "binom",
            "nbinom", "multivariate_normal"]
@@ -39,8 +40,6 @@ def _arg(x):
 def _special(name):
     """The scipy.special row `name` (an escape of the main sweeps: tape/escapes/special.py) as
     a function of tensors or arrays."""
-    from .escapes import record
-
     if len(TABLE[OPCODE[name]].d) == 1:
         return lambda x: record(name, _arg(x))
     return lambda a, b: record(name, _arg(a), _arg(b))

@@ -1,4 +1,4 @@
-"""NumPy functions built from others (tape/_statistics.py, _shapes.py, _signals.py,
+"""NumPy functions built from others (tape/numpy_ops/_statistics.py, _shapes.py, _signals.py,
 _polynomials.py, _compositions.py), in every mode they claim.
 
 Each case is a NumPy function of float64 arrays, called on tensors through NumPy's dispatch. It

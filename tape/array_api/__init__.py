@@ -16,19 +16,19 @@ import math
 
 import numpy as np
 
-from .. import _tensor
 from .. import numpy as _tnp
-from .._tensor import Tensor
+from ..core.tensor import Tensor
+from ..core.tensor_ops import set_comparison_results
 from . import linalg  # noqa: F401  (the standard's linalg extension, xp.linalg)
 from ._dtypes import (bool, can_cast, check, complex64, complex128, finfo, float32,  # noqa: F401
-                      float64, iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,
-                      uint16, uint32, uint64, wrap)  # (the standard's dtypes and functions)
+                      float64, iinfo, int8, int16, int32, int64, isdtype, uint8,
+                      uint16, uint32, uint64)  # (the standard's dtypes and functions)
 from ._discrete import (DiscreteArray, array_api_packages,  # noqa: F401
-                        declare_array_api_package, from_comparison)
+                        declare_array_api_package, from_comparison, result_type, wrap)
 from ._info import DEVICE, __array_namespace_info__, check_device
 
 # from now on a comparison of tensors in array-API code gives a DiscreteArray (_discrete.py)
-_tensor._array_api_masks = from_comparison
+set_comparison_results(from_comparison)
 
 __array_api_version__ = "2024.12"
 API_VERSIONS = ("2023.12", "2024.12")

@@ -12,12 +12,15 @@ Its values are piecewise constant in whatever they were computed from, so no gra
 through one: converting it to float (``xp.astype(m, xp.float64)``, ``m * 1.0``) gives a constant
 tensor, never a silent zero gradient of a differentiable quantity.
 """
+import builtins
 import sys
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from .._tensor import Tensor
+from ..core.tensor import Tensor, plain
+from ._dtypes import check, float64
+from ._info import check_device
 
 
 def _plain(x):
@@ -72,8 +75,6 @@ class DiscreteArray(NDArrayOperatorsMixin):
         return "cpu"
 
     def to_device(self, device, /, *, stream=None):
-        from ._info import check_device
-
         check_device(device, "to_device")
         return self
 
@@ -158,9 +159,7 @@ class DiscreteArray(NDArrayOperatorsMixin):
 
     # NumPy methods that SciPy and users call on masks and indices
     def astype(self, dtype, copy=True):
-        from . import astype
-
-        return astype(self, dtype, copy=copy)
+        return wrap(np.asarray(self._a).astype(check(dtype, "astype"), copy=copy))
 
     def any(self, axis=None, keepdims=False):
         return discrete(np.any(self._a, axis=axis, keepdims=keepdims))
@@ -206,8 +205,6 @@ class DiscreteArray(NDArrayOperatorsMixin):
 def _result(r):
     """A NumPy call's result on DiscreteArrays in the namespace's types: bool and integer
     arrays DiscreteArrays, float arrays computed from data constant tensors."""
-    from ._dtypes import wrap
-
     if type(r) in (tuple, list):
         return type(r)(_result(a) for a in r)
     if isinstance(r, (np.ndarray, np.generic)) and r.dtype.kind == "f":
@@ -247,3 +244,38 @@ def from_comparison(r):
     if v is None:
         v = _VERDICTS[name] = type(name) is str and name.partition(".")[0] in _PACKAGES
     return DiscreteArray(np.asarray(r)) if v else r
+
+
+def result_type(*arrays_and_dtypes):
+    """The standard's promotion over tensors (float64), NumPy arrays, dtypes and Python
+    scalars (which take the array's kind, as NEP 50 does)."""
+    args = [float64 if type(a) is Tensor else a.dtype if type(a) is DiscreteArray else a
+            for a in arrays_and_dtypes]
+    if not args:
+        raise ValueError("result_type: at least one array or dtype is required")
+    return np.result_type(*args)
+
+
+def wrap(r):
+    """A namespace result: float values as tensors (constants when NumPy computed them from
+    plain data), integer and boolean ones as DiscreteArrays (0-d ones too)."""
+    tr = type(r)
+    if tr is Tensor:
+        return r
+    if tr is float:
+        return plain(r)
+    if isinstance(r, (np.ndarray, np.generic)):
+        k = r.dtype.kind
+        if k == "f":
+            return plain(float(r) if r.ndim == 0 else np.array(r, dtype=np.float64, order="C"))
+        if k in "biu":
+            return DiscreteArray(np.asarray(r))
+        raise TypeError(f"tape.array_api: a result of dtype {r.dtype} is not supported (the tape "
+                        "has no complex values)")
+    if tr in (builtins.bool, int):
+        return DiscreteArray(np.asarray(r))
+    if tr is DiscreteArray:
+        return r
+    if isinstance(r, (tuple, list)):
+        return tr(wrap(x) for x in r) if tr in (tuple, list) else tr(*(wrap(x) for x in r))
+    return r

@@ -19,9 +19,9 @@ import math
 import numpy as np
 import scipy.special as _scipy_special
 
-from .._tensor import Tensor
+from ..core.tensor import Tensor
 from ._discrete import DiscreteArray
-from ._dtypes import wrap
+from ._discrete import wrap
 
 
 def polygamma(n, x):
