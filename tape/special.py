@@ -22,11 +22,12 @@ import numpy as np
 
 from jit.table import SCIPY_SPECIAL
 
-from . import _numpy_impl, _record
+from . import _incomplete, _numpy_impl, _record
+from ._incomplete import betainc, betaincc, gammainc, gammaincc
 from .escapes import record as escape_record
 from ._tensor import Tensor
 
-__all__ = ["polygamma", "register_scipy"]
+__all__ = ["polygamma", "register_scipy", "gammainc", "gammaincc", "betainc", "betaincc"]
 
 _REGISTERED = []  # the scipy.special module whose ufuncs are in _record.UFUNC_CODE
 
@@ -43,6 +44,11 @@ def register_scipy(ufunc=None):
             fn = getattr(fn, "__wrapped__", fn)  # SCIPY_ARRAY_API=1 wraps each ufunc
             if isinstance(fn, np.ufunc):
                 _numpy_impl.SPECIAL_UFUNCS[fn] = _row_function(row, fn.nin)
+        for name in _incomplete.__all__:  # gammainc, betainc, ...: tape/_incomplete.py
+            fn = getattr(special, name, None)
+            fn = getattr(fn, "__wrapped__", fn)
+            if isinstance(fn, np.ufunc):
+                _numpy_impl.SPECIAL_UFUNCS[fn] = getattr(_incomplete, name)
         _REGISTERED[:] = [special]
     return ufunc is not None and ufunc in _numpy_impl.SPECIAL_UFUNCS
 
