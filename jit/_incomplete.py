@@ -241,8 +241,9 @@ def _finish(lv, dl, lpdf, same, logv, sign):
             return lv, dl, sign * exp(lpdf - lv)
         return v, v * dl, sign * exp(lpdf)
     w = -expm1(lv)  # 1 - v
-    if logv:
-        return log(w), -v * dl / w, -sign * exp(lpdf) / w
+    if logv:  # log(1 - v): log1p where v is small (w rounds to 1 there)
+        lw = log1p(-v) if lv < -0.6931471805599453 else log(w)
+        return lw, -v * dl / w, -sign * exp(lpdf) / w
     return w, -v * dl, -sign * exp(lpdf)
 
 
