@@ -9,11 +9,15 @@ on NumPy arrays too. Parameterizations, keywords and the values outside the supp
 log-density, ``nan`` for invalid parameters) are SciPy's.
 
 Distributions: ``norm``, ``t``, ``gamma``, ``beta``, ``expon``, ``cauchy``, ``lognorm``
-(``logpdf``, ``pdf``; ``logcdf``, ``cdf`` for ``norm``, ``expon``, ``cauchy``, ``lognorm``);
-``poisson``, ``binom``, ``nbinom`` (``logpmf``, ``pmf``); ``multivariate_normal``
-(``logpdf``, ``pdf``). The cumulative functions of t, gamma, beta and the discrete ones are the
-regularized incomplete beta and gamma functions, whose derivatives in their shape parameters
-are not rows of the table yet.
+(``logpdf``, ``pdf``, ``logcdf``, ``cdf``, ``logsf``, ``sf``); ``poisson``, ``binom``,
+``nbinom`` (``logpmf``, ``pmf``, ``logcdf``, ``cdf``, ``logsf``, ``sf``);
+``multivariate_normal`` (``logpdf``, ``pdf``). The cumulative functions of t, gamma, beta and
+the discrete distributions are the regularized incomplete beta and gamma functions
+(``tape/_incomplete.py``), differentiable in x and every continuous parameter (t's df, gamma's
+a, beta's a and b, poisson's mu, binom's p, nbinom's n and p; second derivatives in a shape
+parameter raise an error). The log kinds come from the kernels' logarithms, accurate where the
+probability underflows. Counts (k, binom's n) are integer data: k is floored, as SciPy's
+cumulative functions do, and a tensor that requires grad there is a ``TypeError``.
 """
 from __future__ import annotations
 
@@ -58,7 +62,14 @@ _ABOVE = {"cdf": 1.0, "logcdf": 0.0, "sf": 0.0, "logsf": -np.inf}
 
 
 def _values(x):
-    return np.asarray(x._v if type(x) is Tensor else x)
+    """x for a decision (a mask, a support check): a tensor stays one, so that its comparisons
+    are guards (a compiled replay whose values decide differently records again instead of
+    reusing the old masks); anything else as a NumPy array."""
+    return x if type(x) is Tensor else np.asarray(x)
+
+
+def _shape(x):
+    return np.shape(x._v if type(x) is Tensor else x)
 
 
 def _where(cond, a, b):
@@ -167,8 +178,8 @@ class _T(_Continuous):
         z, ok = _standardize(x, loc, scale)
         dfv, zv = _values(df), _values(z)
         ok = ok & (dfv > 0.0)
-        normal = np.isinf(dfv) & (dfv > 0.0)
-        inf = np.isinf(zv)
+        normal = dfv == np.inf
+        inf = (zv == np.inf) | (zv == -np.inf)
         zs = _safe(z, inf, 0.0)
         dfs = _safe(df, normal | ~ok, 1.0)
         log = _KINDS[kind][1]
@@ -456,15 +467,15 @@ class _NBinom(_Discrete):
 class _MultivariateNormal:
     def logpdf(self, x, mean=None, cov=1.0):
         """x: (..., d) points (or a (d,) one); mean (d,), cov (d, d) or a scalar times I."""
-        d = np.shape(_values(x))[-1] if np.ndim(_values(x)) else 1
+        d = _shape(x)[-1] if len(_shape(x)) else 1
         dev = x if mean is None else x - mean
-        if np.ndim(_values(cov)) < 2:
+        if len(_shape(cov)) < 2:
             cov = cov * np.eye(d)
         sol = np.linalg.solve(cov, np.swapaxes(np.reshape(dev, (-1, d)), -1, -2))
         maha = np.sum(np.reshape(dev, (-1, d)) * np.swapaxes(sol, -1, -2), axis=-1)
         _, logdet = np.linalg.slogdet(cov)
         out = -0.5 * (d * math.log(2.0 * math.pi) + logdet + maha)
-        shape = np.shape(_values(dev))[:-1]
+        shape = _shape(dev)[:-1]
         return np.reshape(out, shape)
 
     def pdf(self, x, mean=None, cov=1.0):

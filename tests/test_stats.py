@@ -328,3 +328,21 @@ def test_cumulative_hypothesis(shape, x, df, p, k):
         h = 1e-6 * max(s, 1e-3)
         fd = (float(_plain(call(ours, s + h))) - float(_plain(call(ours, s - h)))) / (2 * h)
         np.testing.assert_allclose(float(g), fd, rtol=2e-4, atol=1e-7 * max(1.0, abs(want)))
+
+
+def test_replay_follows_the_masks_when_values_cross_them():
+    """The support masks and t's branch choices are comparisons of tensors, so tape.compile
+    guards them: a replay whose values fall on the other side records again."""
+    x = np.array([-1.0, 0.3, 2.0])
+
+    def loss(w):
+        loc, df, a = w[0], np.exp(w[1]), np.exp(w[2])
+        return (np.sum(ts.t.logcdf(x, df, loc)) + np.sum(ts.gamma.logsf(x, a, loc))
+                + np.sum(ts.beta.cdf(x, a, df, loc, 3.0)) + np.sum(ts.gamma.logpdf(x, a, loc)))
+
+    w = np.array([-2.0, 0.4, 0.2])
+    cf = tape.compile(loss, w)
+    for q in (w, np.array([0.5, 0.3, 0.1]), np.array([1.5, 5.0, 0.3]), w):
+        v, g = cf.value_and_grad(q)
+        v0, g0 = tape.value_and_grad(loss)(q)
+        assert v == v0 and np.array_equal(g, g0)
