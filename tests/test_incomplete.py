@@ -64,7 +64,7 @@ def test_gamma_values_against_scipy(name):
     want = GAMMA[name](a, x)
     # the complement of a computed value v is 1 - v: its relative error grows as 1 / value
     assert np.max(_rel_error(got, want) * np.minimum(want, 1.0)) < 2e-14
-    assert np.max(_rel_error(got, want)) < 1e-12
+    assert np.max(_rel_error(got, want)) < 5e-12
 
 
 @pytest.mark.parametrize("name", sorted(BETA))
@@ -73,7 +73,7 @@ def test_beta_values_against_scipy(name):
     got = getattr(sc, name)(tape.tensor(a), tape.tensor(b), tape.tensor(x)).numpy()
     want = BETA[name](a, b, x)
     assert np.max(_rel_error(got, want) * np.minimum(want, 1.0)) < 2e-14
-    assert np.max(_rel_error(got, want)) < 1e-12
+    assert np.max(_rel_error(got, want)) < 5e-12
 
 
 @pytest.mark.parametrize("upper", [False, True])
@@ -194,19 +194,27 @@ def test_beta_gradient_in_every_argument(name, shapes):
               atol=1e-8, f_np=BETA[name])
 
 
+def _log_of(v, complement):
+    """log v from SciPy's values: log1p(-complement) where v is near 1 (its log(v) has
+    rounded v to a few ulps of 1)."""
+    return np.where(v < 0.5, np.log(v), np.log1p(-complement))
+
+
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("upper", [False, True])
 def test_log_variants_gradient(upper, log):
     rng = np.random.default_rng(int(upper) + 2 * int(log))
     a, x = rng.uniform(0.5, 30.0, 6), rng.uniform(0.2, 40.0, 6)
     g = GAMMA["gammaincc" if upper else "gammainc"]
-    ref = (lambda u, v: np.log(g(u, v))) if log else g
+    gc = GAMMA["gammainc" if upper else "gammaincc"]
+    ref = (lambda u, v: _log_of(g(u, v), gc(u, v))) if log else g
     np.testing.assert_allclose(incomplete_gamma(a, x, upper, log).numpy(), ref(a, x), rtol=1e-13)
     check_vjp(lambda u, v: incomplete_gamma(u, v, upper, log), [a, x], rng=rng, rtol=1e-6,
               atol=1e-8, f_np=lambda u, v: incomplete_gamma(u, v, upper, log).numpy())
     ab, x = rng.uniform(0.5, 30.0, (2, 6)), rng.uniform(0.02, 0.98, 6)
     bf = BETA["betaincc" if upper else "betainc"]
-    ref = (lambda u, v, w: np.log(bf(u, v, w))) if log else bf
+    bc = BETA["betainc" if upper else "betaincc"]
+    ref = (lambda u, v, w: _log_of(bf(u, v, w), bc(u, v, w))) if log else bf
     np.testing.assert_allclose(incomplete_beta(ab[0], ab[1], x, upper, log).numpy(),
                                ref(ab[0], ab[1], x), rtol=1e-13)
     check_vjp(lambda u, v, w: incomplete_beta(u, v, w, upper, log), [ab[0], ab[1], x], rng=rng,
