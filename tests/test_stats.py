@@ -346,3 +346,18 @@ def test_replay_follows_the_masks_when_values_cross_them():
         v, g = cf.value_and_grad(q)
         v0, g0 = tape.value_and_grad(loss)(q)
         assert v == v0 and np.array_equal(g, g0)
+
+
+def test_second_order_in_x_like_parameters_and_the_shape_error():
+    """poisson's mu and binom's p are the x of the incomplete functions: their hessians work;
+    a second derivative in a shape (t's df) raises the incomplete functions' error."""
+    k = np.array([0.0, 2.0, 5.0])
+    for f, p0 in ((lambda m: np.sum(ts.poisson.logcdf(k, m)), 2.7),
+                  (lambda p: np.sum(ts.binom.logsf(k, 9, p)), 0.35),
+                  (lambda s: np.sum(ts.gamma.logcdf(k + 0.5, 2.5, 0.1, s)), 1.3)):
+        h = float(np.asarray(tape.hessian(f)(p0)))
+        d = 1e-5
+        fd = (float(tape.grad(f)(p0 + d)) - float(tape.grad(f)(p0 - d))) / (2 * d)
+        np.testing.assert_allclose(h, fd, rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="betainc"):
+        tape.hessian(lambda df: np.sum(ts.t.cdf(k - 1.0, df)))(3.0)
