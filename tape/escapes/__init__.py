@@ -243,4 +243,5 @@ def check_gauge(xp, m, tied, what):
 
 
 # the escapes register themselves on import
-from . import eigen, expm, incomplete, inverse, products, qr, special, svd, triangular  # noqa: E402,F401,E501
+from . import eigen, expm, inverse, products, qr, special, svd, triangular  # noqa: E402,F401
+from . import incomplete  # noqa: E402,F401
