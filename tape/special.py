@@ -11,6 +11,10 @@ reaches a tensor (SciPy is then imported already, since the caller holds its ufu
 ``polygamma`` is a Python function in SciPy (it calls ``np.asarray`` first), so it is here:
 ``tape.special.polygamma(n, x)``, n a constant integer order.
 
+The regularized incomplete gamma and beta functions (``gammainc``, ``gammaincc``, ``betainc``,
+``betaincc``: ``tape/_incomplete.py``) are an escape group of their own, differentiable in
+their shape parameters too; scipy.special's ufuncs of those names run them on tensors.
+
 >>> import scipy.special as sc
 >>> sc.gammaln(tape.tensor([1.5, 2.5], requires_grad=True)).sum().backward()
 """
