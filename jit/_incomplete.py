@@ -8,7 +8,9 @@ forward mode, the derivative carried along every term (the approach of Boik and 
 for the beta function):
 
 - P(a, x) for x <= max(1, a): its power series, e^L sum_n x^n / ((a+1)...(a+n)),
-  L = a log x - x - log Gamma(a + 1), with each term's derivative in a.
+  L = a log x - x - log Gamma(a + 1), with each term's derivative in a; where that is above
+  1/2 with a, x <= 1, Q directly as -expm1(a log x - log Gamma(a + 1)) less an alternating
+  series (so that a small Q is not 1 - P).
 - Q(a, x) otherwise: e^L' / K, L' = L + log a, K Legendre's continued fraction
   (x + 1 - a) - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / (x + 5 - a - ...)), evaluated by the
   three-term recurrence of its convergents A_n / B_n, whose derivatives in a obey the same
@@ -165,6 +167,61 @@ def _gamma_series(a, x):
     return lg + log(s) - log(a), dlg + su / s - 1.0 / a, ok
 
 
+# zeta(2), ..., zeta(31): log Gamma(1 + a) = -euler a + sum_k (-1)^k zeta(k) a^k / k
+_ZETA = (1.6449340668482264, 1.2020569031595942, 1.0823232337111381, 1.03692775514337,
+         1.0173430619844492, 1.008349277381923, 1.0040773561979444, 1.0020083928260821,
+         1.000994575127818, 1.0004941886041194, 1.000246086553308, 1.0001227133475785,
+         1.0000612481350588, 1.000030588236307, 1.0000152822594086, 1.0000076371976379,
+         1.000003817293265, 1.0000019082127165, 1.0000009539620338, 1.0000004769329869,
+         1.0000002384505027, 1.000000119219926, 1.000000059608189, 1.0000000298035034,
+         1.0000000149015549, 1.0000000074507118, 1.000000003725334, 1.0000000018626598,
+         1.0000000009313275, 1.0000000004656628)
+_EULER = 0.5772156649015329
+
+
+@njit(error_model="numpy")
+def _lgamma1p(a):
+    """log Gamma(1 + a) for 0 <= a <= 1, without rounding 1 + a (which loses a's low digits
+    for small a): its Taylor series about 1 below a = 1/4."""
+    if a >= 0.25:
+        return lgamma(1.0 + a)
+    s = 0.0
+    p = -a
+    for k in range(len(_ZETA)):
+        p = -p * a  # (-a)^(k + 2)
+        s += _ZETA[k] * p / (k + 2)
+    return s - _EULER * a
+
+
+@njit(error_model="numpy")
+def _gamma_q_small(a, x):
+    """(log Q, d log Q / da, ok) for a <= 1, x <= 1, where Q is small when P is near 1:
+    Q = -expm1(L) - e^L a T, L = a log x - log Gamma(a + 1),
+    T = sum_{n>=1} (-1)^n x^n / (n! (a + n)) (from gamma(a, x) = sum_n (-1)^n x^(a+n) /
+    (n! (a + n))), with nothing of the size of P cancelling."""
+    lx = log(x)
+    el = a * lx - _lgamma1p(a)
+    dl = lx - _psi(a + 1.0)
+    t = 0.0
+    td = 0.0  # dT/da
+    term = 1.0  # (-1)^n x^n / n!
+    ok = False
+    for n in range(1, MAX_ITER):
+        term = -term * x / n
+        c = term / (a + n)
+        t += c
+        td -= c / (a + n)
+        if abs(c) <= _TOL * abs(t) and abs(c / (a + n)) <= _DTOL * abs(td):
+            ok = True
+            break
+    e = exp(el)
+    q = -expm1(el) - e * a * t
+    dq = -e * dl * (1.0 + a * t) - e * (t + a * td)
+    if not q > 0.0:
+        ok = False
+    return log(q), dq / q, ok
+
+
 @njit(error_model="numpy")
 def _gamma_fraction(a, x):
     """(log Q, d log Q / da, ok) by the continued fraction K: Q = e^L' / K."""
@@ -221,6 +278,9 @@ def _gamma_one(a, x, upper, logv):
     lower_side = x <= 1.0 or x <= a
     if lower_side:
         lv, dl, ok = _gamma_series(a, x)
+        if ok and lv > -0.6931471805599453 and a <= 1.0 and x <= 1.0:  # P > 1/2: Q directly
+            lower_side = False
+            lv, dl, ok = _gamma_q_small(a, x)
     else:
         lv, dl, ok = _gamma_fraction(a, x)
     if not ok:
