@@ -54,9 +54,12 @@ SWEEPS = ("reverse_sweep", "forward_sweep")
 # the scipy.special rows' own kernels (escapes of the main sweeps, rendered into
 # ``jit._special_sweep``): compiled the first time a recording uses one of those rows
 SPECIAL = ("special_value", "special_partial")
+# the incomplete gamma and beta functions' kernels (``jit._incomplete``): compiled the first
+# time a recording uses one, and not by ``warmup`` (few users need them)
+INCOMPLETE = ("incgamma", "incbeta")
 
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
-           *SWEEPS, *ENTRY_POINTS, *SPECIAL]
+           *SWEEPS, *ENTRY_POINTS, *SPECIAL, *INCOMPLETE]
 
 
 def __getattr__(name):
@@ -73,6 +76,8 @@ def __getattr__(name):
         from . import _plan as module
     elif name in SPECIAL:
         from . import _special_sweep as module
+    elif name in INCOMPLETE:
+        from . import _incomplete as module
     else:
         raise AttributeError(f"module 'jit' has no attribute {name!r}")
     value = globals()[name] = load(module, name)  # (later lookups skip this function: a

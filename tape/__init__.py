@@ -8,9 +8,9 @@
 array([1.38177329, 1.38177329, 1.38177329])
 """
 from .core import tensor_ops as _tensor_ops  # noqa: F401  (gives Tensor its operators)
-from .escapes import (eigen as _eigen, expm as _expm, inverse as _inverse,  # noqa: F401
-                      products as _products, qr as _qr, special as _special, svd as _svd,
-                      triangular as _triangular)  # (each registers its rows in ESCAPES)
+from .escapes import (eigen as _eigen, expm as _expm, incomplete as _incomplete_rows,  # noqa: F401
+                      inverse as _inverse, products as _products, qr as _qr,
+                      special as _special, svd as _svd, triangular as _triangular)  # (each registers its rows in ESCAPES)
 from .numpy_ops import _impl as _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
 from .numpy_ops import _einsum  # noqa: F401  (registers np.einsum)
 from .numpy_ops import _compositions  # noqa: F401  (registers NumPy functions built from others)
