@@ -12,6 +12,8 @@ SCRIPT = ROOT / "examples" / "fit_ode.py"
 
 @pytest.mark.slow
 def test_fit_ode_recovers_parameters_and_writes_plot(tmp_path):
+    pytest.importorskip("scipy")  # the demo's ODE solver (the ``demo`` extra)
+    pytest.importorskip("matplotlib")
     env = dict(os.environ, MPLBACKEND="Agg")
     proc = subprocess.run([sys.executable, str(SCRIPT)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)
