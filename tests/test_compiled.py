@@ -13,7 +13,7 @@ from jit.table import OPCODE, OWN_VALUE, SPECIAL_ROWS, TABLE
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_bench" / "benchmarks"))
 from workloads import WORKLOADS  # noqa: E402
 
-from test_function import Cube  # noqa: E402
+from _functions import Cube  # noqa: E402
 
 
 # array rows of these run the sweep's vectorized kernels (jit/_vmath.py), in eager as in replay

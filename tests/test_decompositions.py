@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import tape
 import tape.scipy.linalg as tsl
 from _fd import fd_vjp
-from test_higher_order import check_second
+from _derivative_checks import check_second
 
 SEEDS = st.integers(0, 2 ** 32 - 1)
 SETTINGS = settings(max_examples=15, deadline=None)

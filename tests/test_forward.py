@@ -17,6 +17,7 @@ import tape
 import tape.forward_ad as fwAD
 
 from _derivative_checks import check_jvp
+from _mode_checks import check_forward
 from _op_database import SEEDS, claiming, ids
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=False,
@@ -31,11 +32,7 @@ KINKED = [op for op in FORWARD if op.kinks]
 @SETTINGS
 @given(data=st.data(), seed=SEEDS)
 def test_jvp(op, data, seed):
-    s = data.draw(op.samples(op), label="sample")
-    rng = np.random.default_rng(seed)
-    f, args = s.on(s.draw(rng))
-    check_jvp(f, args, rng, rtol=op.rtol, atol=op.atol,
-              order2=max([a.size for a in args]) <= 9)
+    check_forward(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("op", KINKED, ids=ids(KINKED))

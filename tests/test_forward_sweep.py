@@ -30,6 +30,7 @@ from jit.table import OPCODE, TABLE, table_hash
 from tape._record import SCALAR
 
 from _functions import Cube
+from _mode_checks import check_compiled, check_sweep
 from _op_database import (BINARY, REDUCE_FUNCS, REPLAY_VALUES, SEEDS, SPECIALS, UNARY,
                           claiming, ids, signed)
 from _replay import (NOJIT, SCALAR_PATH_ULPS, ULPS, Replay, check_rows, run_with_escapes, ulps,
@@ -92,46 +93,14 @@ def test_entry_point_has_exactly_one_signature():
 @SETTINGS
 @given(data=st.data(), seed=SEEDS)
 def test_sweep(op, data, seed):
-    s = data.draw(op.samples(op), label="sample")
-    rng = np.random.default_rng(seed)
-    rec = Replay.of(s.fn, s.draw(rng), s.wrt)
-    if rec is None:  # nothing to replay: only where the op records no row
-        assert not s.row, s
-        return
-    if s.scalar_path:  # 0-d values are Python floats: no side row, the inline path
-        assert rec.A.R[rec.y._slot, 3] < 0
-    new = s.draw(rng)
-    if op.name in REPLAY_VALUES:
-        new = [REPLAY_VALUES[op.name](rng, a.shape) for a in new]
-    # the eager 0-d path runs the same formula: bit for bit under the JIT (NumPy's scalar
-    # functions stand in for libm without it)
-    check_rows(rec, new, ulp=SCALAR_PATH_ULPS if s.scalar_path else None)
+    check_sweep(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("op", REPLAY, ids=ids(REPLAY))
 @settings(SETTINGS, max_examples=6)
 @given(data=st.data(), seed=SEEDS)
 def test_compiled(op, data, seed):
-    """tape.compile of sum(w * f): value and gradient at new inputs equal eager's there."""
-    s = data.draw(op.samples(op), label="sample")
-    rng = np.random.default_rng(seed)
-    f, args = s.on(s.draw(rng))
-    w = rng.standard_normal(np.shape(s.reference(*s.draw(rng))))
-
-    def loss(*xs):
-        return np.sum(f(*xs) * w)
-
-    nums = tuple(range(len(args)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        cf = tape.compile(loss, *args, argnums=nums)
-        new = [np.asarray(a) for a in s.on(s.draw(rng))[1]]
-        value, grads = cf.value_and_grad(*new)
-        want_value, want_grads = tape.value_and_grad(loss, argnums=nums)(*new)
-    np.testing.assert_allclose(value, want_value, rtol=1e-12, atol=1e-13)
-    for g, e in zip(grads, want_grads):
-        scale = max(1.0, float(np.max(np.abs(e), initial=0.0)))
-        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-13 * scale)
+    check_compiled(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
 
 
 # ---------------------------------------------------------------------------------------------

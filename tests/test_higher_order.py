@@ -18,6 +18,7 @@ import tape
 
 from _derivative_checks import check_second
 from _functions import Cube
+from _mode_checks import check_higher
 from _op_database import SEEDS, claiming, ids
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=False,
@@ -25,22 +26,11 @@ SETTINGS = settings(max_examples=25, deadline=None, derandomize=False,
 HIGHER = claiming("higher")
 
 
-def _nonlinear(op, f):
-    if op.nonlinear == "square":
-        return lambda *xs: f(*[x * x for x in xs])
-    if op.nonlinear == "tanh":
-        return lambda *xs: np.tanh(f(*xs))
-    return f
-
-
 @pytest.mark.parametrize("op", HIGHER, ids=ids(HIGHER))
 @SETTINGS
 @given(data=st.data(), seed=SEEDS)
 def test_second_derivatives(op, data, seed):
-    s = data.draw(op.samples(op), label="sample")
-    rng = np.random.default_rng(seed)
-    f, args = s.on(s.draw(rng))
-    check_second(_nonlinear(op, f), args, rng, rtol=op.rtol2, atol=op.atol2)
+    check_higher(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
 
 
 def test_cumprod_and_prod_with_zeros():

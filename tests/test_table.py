@@ -22,6 +22,7 @@ import tape
 import tape.numpy as tnp
 
 from _fd import check_vjp, fd_vjp, tape_vjp
+from _mode_checks import check_reverse
 from _op_database import (BINARY, SEEDS, SPECIALS, UNARY, claiming, ids, nan_grads,
                           reduced_count, shape_and_axis)
 
@@ -31,23 +32,11 @@ REVERSE = claiming("reverse")
 KINKED = [op for op in REVERSE if op.kinks]
 
 
-def _value(y):
-    return np.asarray(y.numpy() if isinstance(y, tape.Tensor) else y, dtype=np.float64)
-
-
 @pytest.mark.parametrize("op", REVERSE, ids=ids(REVERSE))
 @SETTINGS
 @given(data=st.data(), seed=SEEDS)
 def test_value_and_vjp(op, data, seed):
-    s = data.draw(op.samples(op), label="sample")
-    rng = np.random.default_rng(seed)
-    args = s.draw(rng)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        # the value without recording: NumPy's (operands outside wrt stay NumPy constants)
-        plain = s.fn(*[tape.tensor(a) if i in s.wrt else a for i, a in enumerate(args)])
-        np.testing.assert_allclose(_value(plain), s.reference(*args), rtol=1e-14, atol=0)
-    check_vjp(s.fn, args, wrt=s.wrt, rng=rng, f_np=s.reference, rtol=op.rtol, atol=op.atol)
+    check_reverse(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
 
 
 def grads(f, *vals):

@@ -10,7 +10,7 @@ import tape
 from tape import forward_ad as fwAD
 from tape._state import state
 
-from test_threads import _run_threads as run_all
+from _run_threads import run_threads as run_all
 
 
 def f(x):
