@@ -23,13 +23,37 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tape
 from jit.table import OPCODE
 
 from _derivative_checks import check_jvp, check_second
 from _fd import check_vjp
-from _op_database import REPLAY_VALUES
+from _op_database import REPLAY_VALUES, SEEDS, ids
+
+# The suites' hypothesis settings (each sets its number of examples)
+SUITE = settings(deadline=None, derandomize=False,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def over_ops(ops, max_examples):
+    """Run ``test(op, sample, rng)`` for every op in `ops`, on samples hypothesis draws from the
+    op's own strategy (``OpInfo.samples``), each with its own random generator."""
+    def wrap(test):
+        @pytest.mark.parametrize("op", ops, ids=ids(ops))
+        @settings(SUITE, max_examples=max_examples)
+        @given(data=st.data(), seed=SEEDS)
+        def run(op, data, seed):
+            test(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
+
+        run.__name__, run.__qualname__, run.__doc__ = test.__name__, test.__qualname__, \
+            test.__doc__
+        return run
+
+    return wrap
 
 
 def _value(y):
@@ -125,3 +149,58 @@ CHECKS = {"reverse": (check_reverse,), "replay": (check_sweep, check_compiled),
 def check_mode(mode, op, s, rng):
     for check in CHECKS[mode]:
         check(op, s, rng)
+
+
+# ---------------------------------------------------------------------------------------------
+# Near-non-differentiable points (OpInfo.kinks): the conventions every mode follows
+
+
+def kinked(ops):
+    """Parametrize a test over the ops in `ops` that declare near-non-differentiable points."""
+    ks = [op for op in ops if op.kinks]
+    return pytest.mark.parametrize("op", ks, ids=ids(ks))
+
+
+def grads(f, *vals):
+    """Gradient of sum(f(...)) w.r.t. every argument, as NumPy arrays (0-d values enter as
+    Python floats, so a 0-d row takes the inline path)."""
+    xs = [tape.tensor(float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=np.float64),
+                      requires_grad=True) for v in vals]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = f(*xs)
+        out = np.sum(out) if out.ndim else out
+        return [np.asarray(g) for g in tape.autograd.grad(out, xs)]
+
+
+def check_reverse_kinks(op):
+    """The hand-derived gradients, exactly."""
+    for k in op.kinks:
+        for g, want in zip(grads(k.fn, *k.args), k.grads):
+            np.testing.assert_allclose(g, want, rtol=1e-15, atol=0, err_msg=f"{op}: {k.note}")
+
+
+def check_tangent_kinks(op):
+    """The tangent sweep is the transpose of the reverse rule there: the dot-product test
+    holds exactly (no finite differences)."""
+    from _tangent_sweep import check_tangent
+
+    rng = np.random.default_rng(0)
+    for k in op.kinks:
+        check_tangent(k.fn, [np.asarray(a, dtype=np.float64) for a in k.args],
+                      tuple(range(len(k.args))), rng, fd=False)
+
+
+def check_forward_kinks(op):
+    """tape.jvp and tape.vjp agree there: the dot-product test."""
+    rng = np.random.default_rng(0)
+    for k in op.kinks:
+        args = [np.asarray(a, dtype=np.float64) for a in k.args]
+        us = [rng.normal(size=np.shape(a)) for a in args]
+        with np.errstate(all="ignore"):
+            _, ju = tape.jvp(k.fn, tuple(args), tuple(us))
+            v = rng.normal(size=np.shape(ju))
+            _, pullback = tape.vjp(k.fn, *args)
+            lhs = np.sum(v * ju)
+            rhs = sum(np.sum(g * u) for g, u in zip(pullback(v), us))
+        np.testing.assert_allclose(lhs, rhs, rtol=1e-12, atol=1e-14, err_msg=f"{op}: {k.note}")

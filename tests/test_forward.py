@@ -10,46 +10,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import tape
 import tape.forward_ad as fwAD
 
 from _derivative_checks import check_jvp
-from _mode_checks import check_forward
-from _op_database import SEEDS, claiming, ids
+from _mode_checks import check_forward, check_forward_kinks, kinked, over_ops
+from _op_database import claiming
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=False,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 FORWARD = claiming("forward")
-KINKED = [op for op in FORWARD if op.kinks]
 
 
 # -- every op of the database -----------------------------------------------------------------
 
-@pytest.mark.parametrize("op", FORWARD, ids=ids(FORWARD))
-@SETTINGS
-@given(data=st.data(), seed=SEEDS)
-def test_jvp(op, data, seed):
-    check_forward(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
+@over_ops(FORWARD, max_examples=25)
+def test_jvp(op, sample, rng):
+    check_forward(op, sample, rng)
 
 
-@pytest.mark.parametrize("op", KINKED, ids=ids(KINKED))
+@kinked(FORWARD)
 def test_near_non_differentiable_points(op):
-    """Where a derivative is a convention (ties, zeros, |x| at 0), JVP and VJP agree: the
-    dot-product test holds exactly there too."""
-    rng = np.random.default_rng(0)
-    for k in op.kinks:
-        args = [np.asarray(a, dtype=np.float64) for a in k.args]
-        us = [rng.normal(size=np.shape(a)) for a in args]
-        with np.errstate(all="ignore"):
-            _, ju = tape.jvp(k.fn, tuple(args), tuple(us))
-            v = rng.normal(size=np.shape(ju))
-            _, pullback = tape.vjp(k.fn, *args)
-            lhs = np.sum(v * ju)
-            rhs = sum(np.sum(g * u) for g, u in zip(pullback(v), us))
-        np.testing.assert_allclose(lhs, rhs, rtol=1e-12, atol=1e-14, err_msg=f"{op}: {k.note}")
+    check_forward_kinks(op)
 
 
 def test_max_ties_share_the_tangent_evenly():

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tape
@@ -30,8 +30,8 @@ from jit.table import OPCODE, TABLE, table_hash
 from tape._record import SCALAR
 
 from _functions import Cube
-from _mode_checks import check_compiled, check_sweep
-from _op_database import (BINARY, REDUCE_FUNCS, REPLAY_VALUES, SEEDS, SPECIALS, UNARY,
+from _mode_checks import check_compiled, check_sweep, over_ops
+from _op_database import (BINARY, REDUCE_FUNCS, REPLAY_VALUES, SPECIALS, UNARY,
                           claiming, ids, signed)
 from _replay import (NOJIT, SCALAR_PATH_ULPS, ULPS, Replay, check_rows, run_with_escapes, ulps,
                      write_value)
@@ -39,8 +39,6 @@ from _replay import (NOJIT, SCALAR_PATH_ULPS, ULPS, Replay, check_rows, run_with
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "asv_bench", "benchmarks"))
 import workloads  # noqa: E402
 
-SETTINGS = settings(max_examples=15, deadline=None, derandomize=False,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 REPLAY = claiming("replay")
 SWEPT = [op for op in REPLAY if op.family != "escape"]
 OTHER = [p for p in TABLE if p.family not in ("input", "escape", "unary", "binary")]
@@ -89,18 +87,14 @@ def test_entry_point_has_exactly_one_signature():
 # Every op of the database: the sweep, row by row; tape.compile, values and gradients
 
 
-@pytest.mark.parametrize("op", SWEPT, ids=ids(SWEPT))
-@SETTINGS
-@given(data=st.data(), seed=SEEDS)
-def test_sweep(op, data, seed):
-    check_sweep(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
+@over_ops(SWEPT, max_examples=15)
+def test_sweep(op, sample, rng):
+    check_sweep(op, sample, rng)
 
 
-@pytest.mark.parametrize("op", REPLAY, ids=ids(REPLAY))
-@settings(SETTINGS, max_examples=6)
-@given(data=st.data(), seed=SEEDS)
-def test_compiled(op, data, seed):
-    check_compiled(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
+@over_ops(REPLAY, max_examples=6)
+def test_compiled(op, sample, rng):
+    check_compiled(op, sample, rng)
 
 
 # ---------------------------------------------------------------------------------------------

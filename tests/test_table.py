@@ -15,48 +15,29 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tape
 import tape.numpy as tnp
 
 from _fd import check_vjp, fd_vjp, tape_vjp
-from _mode_checks import check_reverse
+from _mode_checks import SUITE, check_reverse, check_reverse_kinks, grads, kinked, over_ops
 from _op_database import (BINARY, SEEDS, SPECIALS, UNARY, claiming, ids, nan_grads,
                           reduced_count, shape_and_axis)
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=False,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(SUITE, max_examples=25)
 REVERSE = claiming("reverse")
-KINKED = [op for op in REVERSE if op.kinks]
 
 
-@pytest.mark.parametrize("op", REVERSE, ids=ids(REVERSE))
-@SETTINGS
-@given(data=st.data(), seed=SEEDS)
-def test_value_and_vjp(op, data, seed):
-    check_reverse(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
+@over_ops(REVERSE, max_examples=25)
+def test_value_and_vjp(op, sample, rng):
+    check_reverse(op, sample, rng)
 
 
-def grads(f, *vals):
-    """Gradient of sum(f(...)) w.r.t. every argument, as NumPy arrays (0-d values enter as
-    Python floats, so a 0-d row takes the inline path)."""
-    xs = [tape.tensor(float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=np.float64),
-                      requires_grad=True) for v in vals]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out = f(*xs)
-        out = np.sum(out) if out.ndim else out
-        return [np.asarray(g) for g in tape.autograd.grad(out, xs)]
-
-
-@pytest.mark.parametrize("op", KINKED, ids=ids(KINKED))
+@kinked(REVERSE)
 def test_near_non_differentiable_points(op):
-    for k in op.kinks:
-        got = grads(k.fn, *k.args)
-        for g, want in zip(got, k.grads):
-            np.testing.assert_allclose(g, want, rtol=1e-15, atol=0, err_msg=f"{op}: {k.note}")
+    check_reverse_kinks(op)
 
 
 def test_empty_max_min_reduction_raises():

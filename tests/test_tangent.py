@@ -15,39 +15,26 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import jit
 from jit import _generate_tangent
 from jit.table import OPCODE, TABLE
 
-from _mode_checks import check_tangent_sweep
-from _op_database import REDUCE_FUNCS, SEEDS, claiming, distinct, ids, signed
+from _mode_checks import check_tangent_kinks, check_tangent_sweep, kinked, over_ops
+from _op_database import REDUCE_FUNCS, claiming, distinct, signed
 from _tangent_sweep import K, Recorded, check_tangent, fd_jvp
 
-SETTINGS = settings(max_examples=15, deadline=None, derandomize=False,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 TANGENT = claiming("tangent")
-KINKED = [op for op in TANGENT if op.kinks]
 
 
-@pytest.mark.parametrize("op", TANGENT, ids=ids(TANGENT))
-@SETTINGS
-@given(data=st.data(), seed=SEEDS)
-def test_tangent(op, data, seed):
-    check_tangent_sweep(op, data.draw(op.samples(op), label="sample"),
-                        np.random.default_rng(seed))
+@over_ops(TANGENT, max_examples=15)
+def test_tangent(op, sample, rng):
+    check_tangent_sweep(op, sample, rng)
 
 
-@pytest.mark.parametrize("op", KINKED, ids=ids(KINKED))
+@kinked(TANGENT)
 def test_near_non_differentiable_points(op):
-    """Where a derivative is a convention (ties, zeros, NaN), the tangent is the transpose of
-    the reverse rule: the dot-product test holds exactly there (no finite differences)."""
-    rng = np.random.default_rng(0)
-    for k in op.kinks:
-        check_tangent(k.fn, [np.asarray(a, dtype=np.float64) for a in k.args],
-                      tuple(range(len(k.args))), rng, fd=False)
+    check_tangent_kinks(op)
 
 
 @pytest.mark.parametrize("name", sorted(REDUCE_FUNCS))
