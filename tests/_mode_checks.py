@@ -41,13 +41,17 @@ SUITE = settings(deadline=None, derandomize=False,
 
 def over_ops(ops, max_examples):
     """Run ``test(op, sample, rng)`` for every op in `ops`, on samples hypothesis draws from the
-    op's own strategy (``OpInfo.samples``), each with its own random generator."""
+    op's own strategy (``OpInfo.samples``), each with its own random generator: `max_examples`
+    of them, scaled by the op's ``examples`` (a costly op draws fewer)."""
     def wrap(test):
         @pytest.mark.parametrize("op", ops, ids=ids(ops))
-        @settings(SUITE, max_examples=max_examples)
-        @given(data=st.data(), seed=SEEDS)
-        def run(op, data, seed):
-            test(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
+        def run(op):
+            @settings(SUITE, max_examples=max(2, round(max_examples * op.examples)))
+            @given(data=st.data(), seed=SEEDS)
+            def draw(data, seed):
+                test(op, data.draw(op.samples(op), label="sample"), np.random.default_rng(seed))
+
+            draw()
 
         run.__name__, run.__qualname__, run.__doc__ = test.__name__, test.__qualname__, \
             test.__doc__

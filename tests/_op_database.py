@@ -199,6 +199,9 @@ class OpInfo:
     # second order of an op linear in its operands is zero: the higher-order suite feeds it
     # squares of its operands (linear), or takes tanh of its result (matmul)
     nonlinear: str = ""
+    # the share of a suite's hypothesis examples it draws (finite differences of every element
+    # of a matrix, Hessians through LAPACK: a few samples cover the shapes)
+    examples: float = 1.0
 
     @property
     def prim(self):
@@ -542,10 +545,10 @@ def op_info(p):
                       kinks=KINKS.get(p.name, ()), nonlinear=nonlinear)
     if p.name == "matmul_blas":
         return OpInfo(p.name, p.family, np.matmul, blas_samples, modes=_ESCAPE_MODES,
-                      nonlinear="tanh")
+                      nonlinear="tanh", examples=0.2)
     # an escape on square matrices: its call is in LINALG
     return OpInfo(p.name, p.family, LINALG[p.name], linalg_samples, modes=_ESCAPE_MODES,
-                  rtol2=1e-4, atol2=1e-5)
+                  rtol2=1e-4, atol2=1e-5, examples=0.4)
 
 
 OPS = []

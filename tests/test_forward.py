@@ -23,7 +23,7 @@ FORWARD = claiming("forward")
 
 # -- every op of the database -----------------------------------------------------------------
 
-@over_ops(FORWARD, max_examples=25)
+@over_ops(FORWARD, max_examples=20)
 def test_jvp(op, sample, rng):
     check_forward(op, sample, rng)
 

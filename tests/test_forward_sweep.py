@@ -92,7 +92,7 @@ def test_sweep(op, sample, rng):
     check_sweep(op, sample, rng)
 
 
-@over_ops(REPLAY, max_examples=6)
+@over_ops(REPLAY, max_examples=4)
 def test_compiled(op, sample, rng):
     check_compiled(op, sample, rng)
 

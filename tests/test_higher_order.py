@@ -22,7 +22,7 @@ from _op_database import claiming
 HIGHER = claiming("higher")
 
 
-@over_ops(HIGHER, max_examples=25)
+@over_ops(HIGHER, max_examples=20)
 def test_second_derivatives(op, sample, rng):
     check_higher(op, sample, rng)
 
