@@ -14,3 +14,14 @@ class Cube(tape.Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return 3.0 * x ** 2 * g
+
+
+class Twice(tape.Function):
+    """2x, with a reverse rule and no forward-mode one."""
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0

@@ -15,6 +15,7 @@ import tape
 import tape.forward_ad as fwAD
 
 from _derivative_checks import check_jvp
+from _functions import Twice
 from _mode_checks import check_forward, check_forward_kinks, kinked, over_ops
 from _op_database import claiming
 
@@ -102,17 +103,8 @@ def test_function_with_a_jvp_rule():
 
 
 def test_function_without_a_jvp_rule():
-    class NoJvp(tape.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2.0
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2.0
-
-    with pytest.raises(RuntimeError, match="NoJvp has no forward-mode rule"):
-        tape.jvp(NoJvp.apply, (np.ones(2),), (np.ones(2),))
+    with pytest.raises(RuntimeError, match="Twice has no forward-mode rule"):
+        tape.jvp(Twice.apply, (np.ones(2),), (np.ones(2),))
 
 
 # -- dual levels ------------------------------------------------------------------------------
