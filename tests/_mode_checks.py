@@ -33,6 +33,8 @@ from jit.table import OPCODE
 from _derivative_checks import check_jvp, check_second
 from _fd import check_vjp
 from _op_database import REPLAY_VALUES, SEEDS, ids
+from _replay import SCALAR_PATH_ULPS, Replay, check_rows
+from _tangent_sweep import check_tangent
 
 # The suites' hypothesis settings (each sets its number of examples)
 SUITE = settings(deadline=None, derandomize=False,
@@ -76,8 +78,6 @@ def check_reverse(op, s, rng):
 
 def check_sweep(op, s, rng):
     """The forward value sweep over a recording of the sample, at new inputs."""
-    from _replay import SCALAR_PATH_ULPS, Replay, check_rows
-
     if op.family == "escape":  # the sweep leaves escape rows to the driver (check_compiled)
         return
     rec = Replay.of(s.fn, s.draw(rng), s.wrt)
@@ -116,8 +116,6 @@ def check_compiled(op, s, rng):
 
 
 def check_tangent_sweep(op, s, rng):
-    from _tangent_sweep import check_tangent
-
     # operands outside wrt are NumPy constants: only the active operand terms are computed
     rec, _ = check_tangent(s.fn, s.draw(rng), s.wrt, rng, f_np=s.reference,
                            code=OPCODE[op.name] if s.row else None, rtol=op.rtol, atol=op.atol)
@@ -187,8 +185,6 @@ def check_reverse_kinks(op):
 def check_tangent_kinks(op):
     """The tangent sweep is the transpose of the reverse rule there: the dot-product test
     holds exactly (no finite differences)."""
-    from _tangent_sweep import check_tangent
-
     rng = np.random.default_rng(0)
     for k in op.kinks:
         check_tangent(k.fn, [np.asarray(a, dtype=np.float64) for a in k.args],
