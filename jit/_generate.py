@@ -15,7 +15,7 @@ small, and Numba's front end (SSA reconstruction, type inference, IR inlining) g
 linearly with function size: one monolithic sweep took ~33 s to compile cold, the split ~16-18 s.
 Run time did not suffer (W2-W5 sweeps unchanged, W1's scalar sweep ~20-30% faster).
 
-Arrays the reverse sweep sees (all built by ``tape/_backward.py``):
+Arrays the reverse sweep sees (all built by ``tape/reverse/backward.py``):
 
 - ``R``  (rows, 4) int64: code (opcode | broadcast flags << 8), operand slots a and b (-1 when
   absent), side-row index (-1 for a 0-d row whose operands are all 0-d).
@@ -38,10 +38,11 @@ order, so results are those of the row-by-row sweep, bit for bit (tests/test_blo
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES
+from ._codegen import _indent, _uses, arithmetic_codes, raw_access
+from ._generate_forward import render_forward
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -938,32 +939,6 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 '''
 
 
-def _uses(expr: str, name: str) -> bool:
-    return re.search(rf"\b{name}\b", expr) is not None
-
-
-def _indent(lines, n):
-    return "\n".join((" " * n + ln) if ln else "" for ln in lines)
-
-
-def arithmetic_codes():
-    """The opcodes of add, subtract and multiply, which the 0-d paths of the sweeps run without
-    a data-dependent branch: on scalar loops (W1) the jump to a row's body is mispredicted
-    more often than not (measured: 6 ns/row with the jump, 2.5 with one opcode throughout),
-    and these three are most of such code. They must stay consecutive, with these formulas."""
-    names = [p.name for p in TABLE]
-    add = names.index("add")
-    expected = {"add": ("a + b", ("1.0", "1.0")), "subtract": ("a - b", ("1.0", "-1.0")),
-                "multiply": ("a * b", ("b", "a"))}
-    for code, name in enumerate(("add", "subtract", "multiply"), start=add):
-        p = TABLE[code]
-        if p.name != name or (p.f, tuple(p.d)) != expected[name]:
-            raise ValueError("the table's add, subtract and multiply rows must be consecutive "
-                             "with formulas a + b, a - b, a * b (the branchless 0-d path in "
-                             "jit/_generate.py assumes it)")
-    return add, add + 1, add + 2
-
-
 def _scalar_body():
     """0-d rows: operands and result are in sv; adjoints at G[slot]."""
     add, sub, mul = arithmetic_codes()
@@ -1305,29 +1280,7 @@ def _family_kernels():
     return "\n\n\n".join(kernels), _indent(calls, 8)
 
 
-_INDEX = r"((?:[^\[\]]|\[[^\[\]]*\])+)"  # an index, which may itself index once: IA[...]
-_LOAD = r"_ld({}, \1)"
 
-
-def raw_access(line, array, pointer):
-    """Rewrite one generated line's element accesses of the float64 arena `array` by raw
-    address (`pointer` = ``_addr(array)``): ``X[i] += v`` becomes ``_st(p, i, _ld(p, i) + (v))``,
-    ``X[i] = v`` becomes ``_st(p, i, v)`` and a read ``X[i]`` becomes ``_ld(p, i)``: the same
-    arithmetic. Indexing with a signed integer makes Numba wrap negative indices element by
-    element, which keeps LLVM from vectorising the loop: a 250,000-element multiply adjoint took
-    305 us indexed and 86 us by address."""
-    item = re.compile(rf"\b{array}\[" + _INDEX + r"\]")
-    load = _LOAD.format(pointer)
-    m = re.match(rf"^(\s*){array}\[" + _INDEX + r"\] (\+?)= (.+)$", line)
-    if m:
-        indent, i, plus, v = m.groups()
-        v = item.sub(load, v)
-        value = f"_ld({pointer}, {i}) + ({v})" if plus else v
-        line = f"{indent}_st({pointer}, {i}, {value})"
-    line = item.sub(load, line)
-    if re.search(rf"\b{array}\[", line):
-        raise ValueError(f"cannot rewrite the access to {array} in {line.strip()!r}")
-    return line
 
 
 def prelude(header) -> str:
@@ -1486,8 +1439,6 @@ def _operand_reads() -> str:
 
 
 def render() -> str:
-    from ._generate_forward import render_forward  # it imports helpers from here
-
     text = prelude(HEADER) + "\n# vectorizable math (jit/_vmath.py)\n" + vmath_source()
     text += BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
                             binary=FAMILIES.index("binary"), input=FAMILIES.index("input"))

@@ -26,7 +26,7 @@ compiled replay: record once, write new input values, sweep, no Python per op.
   y[j] = x[j] at the same address), so the order of reads and writes within a row is safe.
 
 Elementwise rows are generated from the table's scalar formulas ``f`` (and ``HELPERS``): the same
-source that ``tape/_record.py`` runs in Python for 0-d values, so a 0-d row (inline in the
+source that ``tape/core/record.py`` runs in Python for 0-d values, so a 0-d row (inline in the
 dispatch loop) and each element of an array row compute what the eager 0-d path computes (bit
 for bit: both call the process's libm), but for rows whose table entry names a vectorizable
 formula ``vf``: array loops of exp, log, log1p and tanh call the branch-free kernels of
@@ -71,7 +71,7 @@ the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loop
 """
 from __future__ import annotations
 
-from ._generate import _indent, _uses, arithmetic_codes, raw_access
+from ._codegen import _indent, _uses, arithmetic_codes, raw_access
 from .table import FAMILIES, TABLE
 
 ENTRY_POINT = '''
@@ -402,7 +402,7 @@ def _forward_scalar_other(op, psv, sa, sb, i):
 @njit(error_model="numpy", inline="always")
 def _scalar_run_end(pR, lo, hi):
     """The row after the run of 0-d rows that row lo (0-d) starts, at most hi: -1 - R[lo, 3]
-    (tape/_arrays.py marks it), or, in rows not marked (-1), the first row found that is not
+    (tape/core/arrays.py marks it), or, in rows not marked (-1), the first row found that is not
     0-d. A loop that knows its end up front does not test every row (see mark_scalar_runs)."""
     e = -1 - _ld_word(pR + 32 * lo + 24)
     if e <= lo:
@@ -847,7 +847,7 @@ def elementwise(code, a, b, y, n, field, IA):
     arrays: a read-only one, such as a leaf's buffer, would compile another signature, and
     typing array arguments costs more than the loop on small ones.) Flags
     1 / 2: a / b has one element; flag 16: the strided broadcast nest at IA[2:11]
-    (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
+    (``tape.core.record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
     entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
     ~13 s longer, once; loaded from the cache after)."""
     pa = a if field < 0 else _ld_word(a + field)

@@ -123,6 +123,10 @@ REPLAY_VALUES = {"amax": TIED, "amin": TIED}
 TESTED_ELSEWHERE = {
     **{n: ("tests/test_decompositions.py", n)
        for n in ("cholesky", "solve_triangular", "eigh", "svd", "qr", "expm")},
+    # regularized incomplete gamma and beta, and the rows of their shape-parameter derivatives
+    # (recorded by the value rows' rules: tested through them)
+    **{n: ("tests/test_incomplete.py", n.split("_")[0]) for n in ("gammainc", "gammainc_da",
+                                                                  "betainc", "betainc_dab")},
     # custom Functions' rows: the user's forward and backward (tape.Function)
     "function": ("tests/test_function.py", "tape.Function"),
     "function_out": ("tests/test_function.py", "tape.Function"),

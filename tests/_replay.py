@@ -19,7 +19,7 @@ import numpy as np
 import tape
 from jit._interp import forward_sweep
 from jit.table import OWN_VALUE, TABLE
-from tape.functional import _FreshTape
+from tape.transforms.functional import _FreshTape
 
 NOJIT = bool(numba.config.DISABLE_JIT)
 

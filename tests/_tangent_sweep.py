@@ -18,7 +18,7 @@ import numpy as np
 import jit
 import tape
 from jit.table import TABLE
-from tape.functional import _FreshTape
+from tape.transforms.functional import _FreshTape
 
 K = 8  # directions per sweep in the tests
 

@@ -27,7 +27,7 @@ import tape
 from jit import _generate, _generate_forward
 from jit._interp import SIG_SWEEP, TABLE_HASH, forward_sweep, sweep
 from jit.table import OPCODE, TABLE, table_hash
-from tape._record import SCALAR
+from tape.core.scalar_rules import SCALAR
 
 from _functions import Cube
 from _mode_checks import check_compiled, check_sweep, over_ops
