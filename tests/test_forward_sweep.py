@@ -92,7 +92,8 @@ def test_sweep(op, sample, rng):
     check_sweep(op, sample, rng)
 
 
-@over_ops(REPLAY, max_examples=4)
+# (without the JIT each compiled replay plans and runs in Python: fewer examples)
+@over_ops(REPLAY, max_examples=2 if NOJIT else 4)
 def test_compiled(op, sample, rng):
     check_compiled(op, sample, rng)
 
