@@ -38,10 +38,10 @@ order, so results are those of the row-by-row sweep, bit for bit (tests/test_blo
 from __future__ import annotations
 
 import os
-import re
 import sys
 
-from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES
+from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES, _raw
+from ._assemble import Mode, family_kernels, indent, raw_access, rendered_part, uses
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -67,75 +67,11 @@ LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 
 
-@intrinsic
-def _ld(typingctx, addr, i):
-    """Load element i of the float64 buffer at address addr (values live in NumPy buffers)."""
-    sig = types.float64(types.int64, types.int64)
-
-    def codegen(context, builder, sig, args):
-        ptr = builder.inttoptr(args[0], ir.DoubleType().as_pointer())
-        return builder.load(builder.gep(ptr, [args[1]]))
-
-    return sig, codegen
-
-
-@intrinsic
-def _ld_word(typingctx, addr):
-    """Load the int64 word at address addr."""
-    sig = types.int64(types.int64)
-
-    def codegen(context, builder, sig, args):
-        ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
-        return builder.load(ptr)
-
-    return sig, codegen
-
-
 if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
-    import ctypes  # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
-
+    # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
     from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
     from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
     from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
-
-    def _ld(addr, i):
-        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
-
-    def _ld_word(addr):
-        return ctypes.c_int64.from_address(int(addr)).value
-
-
-@intrinsic
-def _st(typingctx, addr, i, v):
-    """Store v as element i of the float64 buffer at address addr."""
-    sig = types.void(types.int64, types.int64, types.float64)
-
-    def codegen(context, builder, sig, args):
-        ptr = builder.inttoptr(args[0], ir.DoubleType().as_pointer())
-        builder.store(args[2], builder.gep(ptr, [args[1]]))
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _addr(typingctx, arr):
-    """The data address of a float64 array, as an int64 (the caller keeps the array alive)."""
-    sig = types.int64(arr)
-
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        return builder.ptrtoint(ary.data, ir.IntType(64))
-
-    return sig, codegen
-
-
-if config.DISABLE_JIT:
-    def _st(addr, i, v):
-        ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
-
-    def _addr(arr):
-        return arr.ctypes.data
 '''
 
 ENTRY_POINTS = '''
@@ -938,14 +874,6 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 '''
 
 
-def _uses(expr: str, name: str) -> bool:
-    return re.search(rf"\b{name}\b", expr) is not None
-
-
-def _indent(lines, n):
-    return "\n".join((" " * n + ln) if ln else "" for ln in lines)
-
-
 def arithmetic_codes():
     """The opcodes of add, subtract and multiply, which the 0-d paths of the sweeps run without
     a data-dependent branch: on scalar loops (W1) the jump to a row's body is mispredicted
@@ -990,351 +918,30 @@ def _scalar_body():
         if p.family == "unary":
             (d,) = p.d
             body = []
-            if _uses(d, "x"):
+            if uses(d, "x"):
                 body.append("x = sv[sa]")
-            if _uses(d, "y"):
+            if uses(d, "y"):
                 body.append("y = sv[i]")
             body.append(f"G[sa] += g * ({d})")
         else:
             da, db = p.d
             body = []
             for name, load in (("a", "sv[sa]"), ("b", "sv[sb]"), ("y", "sv[i]")):
-                if _uses(da, name) or _uses(db, name):
+                if uses(da, name) or uses(db, name):
                     body.append(f"{name} = {load}")
             body += ["if nd & 1:", f"    G[sa] += g * ({da})",
                      "if nd & 2:", f"    G[sb] += g * ({db})"]
         out += ["    " + ln for ln in body]
     out = [raw_access(raw_access(ln, "G", "pG"), "sv", "psv") for ln in out]
-    return _indent(out, 8)
-
-
-def _unary_case(p):
-    (d,) = p.d
-    loop = ["for j in range(n):"]
-    if _uses(d, "x"):
-        loop.append("    x = _ld(pa, j)")
-    if _uses(d, "y"):
-        loop.append("    y = _ld(py, j)")
-    loop.append(f"    G[ga + j] += G[gy + j] * ({d})")
-    return loop
-
-
-def _binary_operand(p, which):
-    """Loop accumulating the adjoint of operand `which` ('a' or 'b') of a binary row."""
-    da, db = p.d
-    d = da if which == "a" else db
-    other = "b" if which == "a" else "a"
-    bit = "1" if which == "a" else "2"
-    fast, general = [], [f"j{which} = IA[m{which} + j] if m{which} >= 0 else j * st{which}"]
-    if _uses(d, which):
-        fast.append(f"{which} = _ld(p{which}, j)")
-        general.append(f"{which} = _ld(p{which}, j{which})")
-    if _uses(d, other):
-        fast.append(f"{other} = _ld(p{other}, j)")
-        general += [f"j{other} = IA[m{other} + j] if m{other} >= 0 else j * st{other}",
-                    f"{other} = _ld(p{other}, j{other})"]
-    if _uses(d, "y"):
-        fast.append("y = _ld(py, j)")
-        general.append("y = _ld(py, j)")
-    # the contiguous loop serves whenever the operands it reads are of the result's size
-    own = 5 if which == "a" else 10  # flag bits of this operand: one element, index map
-    other_map = 8 if which == "a" else 4
-    mask = own if not _uses(d, other) else 15
-    out = [
-        f"if nd & {bit}:",
-        f"    if (fl & {mask}) == 0:  # operands of the result's size",
-        "        for j in range(n):",
-        *["            " + ln for ln in fast],
-        f"            G[g{which} + j] += G[gy + j] * ({d})"]
-    if mask == 15:  # the other operand of one element (a scale, a shift): read once, so that
-        # the loop stays contiguous (3x faster than the general one, which indexes per element)
-        out += [
-            f"    elif (fl & {own | other_map}) == 0:  # the other: one element",
-            f"        {other} = _ld(p{other}, 0)",
-            "        for j in range(n):",
-            *["            " + ln for ln in fast if not ln.startswith(other + " ")],
-            f"            G[g{which} + j] += G[gy + j] * ({d})"]
-    return out + [
-        "    else:  # a one-element operand, or one broadcast through an index map",
-        "        for j in range(n):",
-        *["            " + ln for ln in general],
-        f"            G[g{which} + j{which}] += G[gy + j] * ({d})",
-    ]
-
-
-# Hand-written reverse bodies of the non-elementwise rows, keyed by row name. Names in scope: the
-# family kernel's arguments (KERNEL_ARGS), op, and for binary/select rows fl, sta, stb, ma, mb.
-CUSTOM = {
-    "where": """
-mk = iat + 2  # the mask follows the two index-map offsets
-if nd & 1:
-    for j in range(n):
-        if IA[mk + j]:
-            ja = IA[ma + j] if ma >= 0 else j * sta
-            G[ga + ja] += G[gy + j]
-if nd & 2:
-    for j in range(n):
-        if not IA[mk + j]:
-            jb = IA[mb + j] if mb >= 0 else j * stb
-            G[gb + jb] += G[gy + j]
-""",
-    "sum": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's (25000, 10) -> 25000
-    for p in range(P):  # row: 347 us with a loop of length 1 per element, 57 us so)
-        g = G[gy + p]
-        for r in range(Rr):
-            G[ga + p * Rr + r] += g
-else:
-    for p in range(P):
-        for r in range(Rr):
-            base = (p * Rr + r) * Q
-            for q in range(Q):
-                G[ga + base + q] += G[gy + p * Q + q]
-""",
-    "prod": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-left = np.empty(Rr)  # prefix products, for the rare lines without a safe division
-for p in range(P):
-    for q in range(Q):
-        g = G[gy + p * Q + q]
-        rest = 1.0
-        for r in range(Rr):
-            rest *= _ld(pa, (p * Rr + r) * Q + q)
-        if rest != 0.0 and abs(rest) < inf:  # every factor finite and nonzero: rest / x_r
-            for r in range(Rr):
-                off = (p * Rr + r) * Q + q
-                G[ga + off] += g * (rest / _ld(pa, off))
-        else:  # a zero, an inf, a NaN or an over/underflow: products of the others, exactly
-            run = 1.0  # (prefix times suffix, no division: prod([inf, 2]) -> [2, inf])
-            for r in range(Rr):
-                left[r] = run
-                run *= _ld(pa, (p * Rr + r) * Q + q)
-            run = 1.0
-            for r in range(Rr - 1, -1, -1):
-                off = (p * Rr + r) * Q + q
-                G[ga + off] += g * (left[r] * run)
-                run *= _ld(pa, off)
-""",
-    "amax": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
-    for p in range(P):
-        y = _ld(py, p)
-        ties = 0
-        for r in range(Rr):
-            x = _ld(pa, p * Rr + r)
-            ties += (x == y) | ((x != x) & (y != y))
-        share = G[gy + p] / ties
-        for r in range(Rr):  # (a select, not a branch: the loop vectorizes)
-            x = _ld(pa, p * Rr + r)
-            old = G[ga + p * Rr + r]
-            G[ga + p * Rr + r] = old + share if (x == y) | ((x != x) & (y != y)) else old
-else:  # the same, Q extremes at a time along the contiguous axis, branch-free (W2's max over
-    # axis 0 of a (25, 1000) array: 77 -> 42 us a branch per element, 13 us so); each tie
-    # gets the same share once, so the same bits
-    share = np.empty(Q)
-    ps = _addr(share)
-    for p in range(P):
-        for q in range(Q):
-            _st(ps, q, 0.0)
-        for r in range(Rr):
-            o = (p * Rr + r) * Q
-            for q in range(Q):
-                x = _ld(pa, o + q)
-                y = _ld(py, p * Q + q)
-                _st(ps, q, _ld(ps, q) + (1.0 if (x == y) | ((x != x) & (y != y)) else 0.0))
-        for q in range(Q):  # the count of ties, now each one's share
-            _st(ps, q, G[gy + p * Q + q] / _ld(ps, q))
-        for r in range(Rr):
-            o = (p * Rr + r) * Q
-            for q in range(Q):
-                x = _ld(pa, o + q)
-                y = _ld(py, p * Q + q)
-                old = G[ga + o + q]
-                G[ga + o + q] = old + _ld(ps, q) if (x == y) | ((x != x) & (y != y)) else old
-""",
-    "cumsum": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        acc = 0.0
-        for r in range(Rr - 1, -1, -1):
-            off = (p * Rr + r) * Q + q
-            acc += G[gy + off]
-            G[ga + off] += acc
-""",
-    "cumprod": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        # ga_r = y_{r-1} T_r with T_r = g_r + x_{r+1} T_{r+1}: no division, so exact at zeros
-        # and infinities, and O(R). A zero factor ends the terms it multiplies, however large
-        # the products after it have grown (they may overflow to inf: 0 * inf would be NaN)
-        acc = 0.0
-        for r in range(Rr - 1, -1, -1):
-            off = (p * Rr + r) * Q + q
-            xn = _ld(pa, off + Q) if r < Rr - 1 else 0.0
-            if xn != 0.0:
-                acc = G[gy + off] + xn * acc
-            else:
-                acc = G[gy + off]
-            if r == 0:
-                G[ga + off] += acc
-            elif _ld(py, off - Q) != 0.0:
-                G[ga + off] += _ld(py, off - Q) * acc
-""",
-    "gather": """
-for j in range(n):
-    G[ga + IA[iat + j]] += G[gy + j]
-""",
-    "scatter": """
-m = IA[iat]
-if nd & 1:
-    written = np.zeros(n, np.uint8)
-    for j in range(m):
-        written[IA[iat + 1 + j]] = 1
-    for j in range(n):
-        if written[j] == 0:
-            G[ga + j] += G[gy + j]
-if nd & 2:
-    for j in range(m):
-        if IA[iat + 1 + m + j]:
-            G[gb + j] += G[gy + IA[iat + 1 + j]]
-""",
-    "matmul": """
-B = IA[iat]
-M = IA[iat + 1]
-K = IA[iat + 2]
-N = IA[iat + 3]
-batch_a = IA[iat + 4]
-batch_b = IA[iat + 5]
-for bi in range(B):
-    oa = bi * M * K * batch_a
-    ob = bi * K * N * batch_b
-    oy = bi * M * N
-    if nd & 1:
-        for m in range(M):
-            for kk in range(K):
-                acc = 0.0
-                for c in range(N):
-                    acc += G[gy + oy + m * N + c] * _ld(pb, ob + kk * N + c)
-                G[ga + oa + m * K + kk] += acc
-    if nd & 2:
-        for kk in range(K):
-            for c in range(N):
-                acc = 0.0
-                for m in range(M):
-                    acc += _ld(pa, oa + m * K + kk) * G[gy + oy + m * N + c]
-                G[gb + ob + kk * N + c] += acc
-""",
-}
-CUSTOM["amin"] = CUSTOM["amax"]  # ties and NaN handling are the same for min and max
-
-
-# x * x (one operand twice, both adjoints into one block): both terms in one pass, in the order
-# of the two passes (a's term, then b's), so the same bits with half the memory traffic (W2's
-# Qx * Qx adjoint over 250,000 elements).
-# With FRESH_A / FRESH_B the row alone adds to that block: it writes 0.0 + g x + g x, the sum
-# a zeroed block would hold, without the zeroing pass (``_fresh`` leaves it out).
-SQUARE = [
-    "if nd & 3 == 3 and pa == pb and ga == gb and fl == 0:",
-    "    if nd & (FRESH_A | FRESH_B):",
-    "        for j in range(n):",
-    "            t = G[gy + j] * _ld(pa, j)",
-    "            G[ga + j] = (0.0 + t) + t",
-    "    else:",
-    "        for j in range(n):",
-    "            x = _ld(pa, j)",
-    "            g = G[gy + j]",
-    "            G[ga + j] += g * x",
-    "            G[ga + j] += g * x",
-]
-
-
-# Arguments of every family kernel (the array row's operands, adjoints and attribute offsets).
-KERNEL_ARGS = "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA"
-
-
-def _family_kernels():
-    """One @njit kernel per array family, and the sweep's dispatch to them (one call per row)."""
-    kernels, calls = [], []
-    for fi, fam in enumerate(FAMILIES):
-        rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]
-        if fam in ("input", "escape") or not rows:
-            continue
-        name = f"_reverse_{fam}"
-        calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}",
-                  f"    {name}{'_lines' if fam == 'binary' else ''}({KERNEL_ARGS})"]
-        body = ["op = code & 255"]
-        if fam in ("binary", "select"):
-            # flags: 1/2 operand a/b has one element; 4/8 operand a/b is read through the index
-            # map at IA[IA[iat]] / IA[IA[iat + 1]] (broadcasting without a materialized copy).
-            # 16 (a strided loop nest, see _generate_forward.py) is read by
-            # _reverse_binary_lines before a row gets here; the maps stay for the rest (strided
-            # loops in every op's reverse measured ~0.1 ms of W2 for ~28 s more cold compile).
-            body += ["fl = code >> 8",
-                     "sta = 0 if fl & 1 else 1",
-                     "stb = 0 if fl & 2 else 1",
-                     "ma = IA[iat] if fl & 4 else -1",
-                     "mb = IA[iat + 1] if fl & 8 else -1"]
-        for j, (code, p) in enumerate(rows):
-            body.append(f"{'if' if j == 0 else 'elif'} op == {code}:  # {p.name}")
-            if fam == "unary":
-                case = _unary_case(p)
-            elif fam == "binary":
-                case = _binary_operand(p, "a") + _binary_operand(p, "b")
-                if p.name == "multiply":
-                    case = SQUARE + ["else:"] + ["    " + ln for ln in case]
-            else:
-                case = CUSTOM[p.name].strip("\n").splitlines()
-            body += ["    " + ln if ln else "" for ln in case]
-        body = ["pG = _addr(G)"] + [raw_access(ln, "G", "pG") for ln in body]
-        kernels.append(f'@njit(error_model="numpy")\ndef {name}({KERNEL_ARGS}):\n'
-                       f'    """Reverse of one {fam} row."""\n' + _indent(body, 4))
-    return "\n\n\n".join(kernels), _indent(calls, 8)
-
-
-_INDEX = r"((?:[^\[\]]|\[[^\[\]]*\])+)"  # an index, which may itself index once: IA[...]
-_LOAD = r"_ld({}, \1)"
-
-
-def raw_access(line, array, pointer):
-    """Rewrite one generated line's element accesses of the float64 arena `array` by raw
-    address (`pointer` = ``_addr(array)``): ``X[i] += v`` becomes ``_st(p, i, _ld(p, i) + (v))``,
-    ``X[i] = v`` becomes ``_st(p, i, v)`` and a read ``X[i]`` becomes ``_ld(p, i)``: the same
-    arithmetic. Indexing with a signed integer makes Numba wrap negative indices element by
-    element, which keeps LLVM from vectorising the loop: a 250,000-element multiply adjoint took
-    305 us indexed and 86 us by address."""
-    item = re.compile(rf"\b{array}\[" + _INDEX + r"\]")
-    load = _LOAD.format(pointer)
-    m = re.match(rf"^(\s*){array}\[" + _INDEX + r"\] (\+?)= (.+)$", line)
-    if m:
-        indent, i, plus, v = m.groups()
-        v = item.sub(load, v)
-        value = f"_ld({pointer}, {i}) + ({v})" if plus else v
-        line = f"{indent}_st({pointer}, {i}, {value})"
-    line = item.sub(load, line)
-    if re.search(rf"\b{array}\[", line):
-        raise ValueError(f"cannot rewrite the access to {array} in {line.strip()!r}")
-    return line
+    return indent(out, 8)
 
 
 def prelude(header) -> str:
-    """What every generated module starts with: its header, the scalar helpers, and the family
-    code of every opcode (a frozen global inside the kernels)."""
+    """What every generated module starts with: its header, raw-address access, the scalar
+    helpers, and the family code of every opcode (a frozen global inside the kernels)."""
     fam_codes = ", ".join(str(FAMILIES.index(p.family)) for p in TABLE)
     text = header.format(hash=table_hash())
+    text += "\n\n# raw-address access (jit/_raw.py)" + rendered_part(_raw)
     text += "\n" + HELPERS.rstrip() + "\n"
     text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
     return text + f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
@@ -1458,7 +1065,7 @@ def _adjoint_factors() -> str:
         flags = [0, 0]
         if p.family in ("unary", "binary"):
             for k, d in enumerate(p.d):
-                reads = [v for v in ("a", "b", "x", "y") if _uses(d, v)]
+                reads = [v for v in ("a", "b", "x", "y") if uses(d, v)]
                 if not reads:
                     flags[k] = 1
                 elif p.family == "binary" and reads == ["b" if k == 0 else "a"]:
@@ -1479,10 +1086,17 @@ def _operand_reads() -> str:
     for p in TABLE:
         flags = [0, 0, 0, 0]
         if p.family == "binary":
-            flags = [int(_uses(d, v)) for d in p.d for v in ("a", "b")]
+            flags = [int(uses(d, v)) for d in p.d for v in ("a", "b")]
         rows.append("[" + ", ".join(map(str, flags)) + "]")
     return ("\n\n# which operand values each binary operand's adjoint reads (_operand_reads)\n"
             f"_READS = np.array([{', '.join(rows)}], dtype=np.int64)\n")
+
+
+# The reverse family kernels (jit/_assemble.py): a row's operands, adjoints and attribute
+# offsets; G (the adjoint arena) by raw address; binary rows go through
+# _reverse_binary_lines, which splits broadcasts into lines first.
+REVERSE = Mode("reverse", "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA",
+               "Reverse of one {family} row.", call={"binary": "_reverse_binary_lines"}, raw="G")
 
 
 def render() -> str:
@@ -1492,7 +1106,7 @@ def render() -> str:
     text += BLOCKING.format(block=BLOCK, unary=FAMILIES.index("unary"),
                             binary=FAMILIES.index("binary"), input=FAMILIES.index("input"))
     text += _operand_reads() + _adjoint_factors()
-    kernels, calls = _family_kernels()
+    kernels, calls = family_kernels(REVERSE)
     body = ENTRY_POINTS.replace("{scalar_body}", _scalar_body())
     for name, value in (("clear", CLEAR), ("local", LOCAL), ("seeded", SEEDED),
                         ("fresh_a", FRESH_A), ("fresh_b", FRESH_B), ("values", VALUES),

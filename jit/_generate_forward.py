@@ -43,7 +43,8 @@ themselves). power takes x * x, sqrt(x), 1 / x, x and 1 for the exponents 2, 0.5
 at every element (NumPy's loop does for a scalar exponent; ``_power_fast``): exact, where pow
 may be an ulp off.
 
-The other families have hand-written bodies (``CUSTOM``), which follow NumPy's evaluation order
+The other families' bodies are real functions of ``jit/families/`` (``forward_<row>``), which
+follow NumPy's evaluation order
 so that results agree with NumPy bit for bit:
 
 - sum over (P, R, Q): for Q == 1 (contiguous reduced run) ``0.0 + pairwise(x)`` with NumPy's
@@ -71,8 +72,10 @@ the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loop
 """
 from __future__ import annotations
 
-from ._generate import _indent, _uses, arithmetic_codes, raw_access
-from .table import FAMILIES, TABLE
+from ._assemble import Mode, family_kernels, function_source, indent, raw_access, uses
+from ._generate import arithmetic_codes
+from .families import reduce
+from .table import TABLE
 
 ENTRY_POINT = '''
 
@@ -485,192 +488,6 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 {array_body}
 '''
 
-PAIRWISE = '''
-@njit(error_model="numpy", inline="always")  # at Numba's level: LLVM does not inline across
-def _pairwise_leaf(p, off, n):  # Numba's functions, and a call per line of 10 cost 2x (W2)
-    """NumPy's pairwise sum of n <= 128 contiguous values at element off of buffer p: one leaf
-    of its recursion (eight partial sums from 8 elements on)."""
-    if n < 8:
-        res = 0.0
-        for j in range(n):
-            res += _ld(p, off + j)
-        return res
-    r0 = _ld(p, off)
-    r1 = _ld(p, off + 1)
-    r2 = _ld(p, off + 2)
-    r3 = _ld(p, off + 3)
-    r4 = _ld(p, off + 4)
-    r5 = _ld(p, off + 5)
-    r6 = _ld(p, off + 6)
-    r7 = _ld(p, off + 7)
-    j = 8
-    while j < n - n % 8:
-        r0 += _ld(p, off + j)
-        r1 += _ld(p, off + j + 1)
-        r2 += _ld(p, off + j + 2)
-        r3 += _ld(p, off + j + 3)
-        r4 += _ld(p, off + j + 4)
-        r5 += _ld(p, off + j + 5)
-        r6 += _ld(p, off + j + 6)
-        r7 += _ld(p, off + j + 7)
-        j += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while j < n:
-        res += _ld(p, off + j)
-        j += 1
-    return res
-
-
-@njit(error_model="numpy")
-def _pairwise(p, off, n):
-    """NumPy's pairwise sum of the n contiguous values at element off of buffer p."""
-    if n <= 128:
-        return _pairwise_leaf(p, off, n)
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _pairwise(p, off, n2) + _pairwise(p, off + n2, n - n2)
-'''
-
-# Hand-written forward bodies of the non-elementwise rows, keyed by row name. Names in scope: the
-# family kernel's arguments (KERNEL_ARGS) and op; for select rows fl, sta, stb, ma, mb.
-CUSTOM = {
-    "where": """
-mk = iat + 2  # the mask follows the two index-map offsets
-for j in range(n):
-    if IA[mk + j]:
-        v = _ld(pa, IA[ma + j] if ma >= 0 else j * sta)
-    else:
-        v = _ld(pb, IA[mb + j] if mb >= 0 else j * stb)
-    _st(py, j, v)
-""",
-    "sum": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-if Q == 1 and Rr <= 128:  # the reduced run is contiguous: NumPy sums it pairwise
-    for p in range(P):  # (W2's 25,000 lines of 10: 205 -> 95 us with the leaf inlined here)
-        _st(py, p, 0.0 + _pairwise_leaf(pa, p * Rr, Rr))
-elif Q == 1:
-    for p in range(P):
-        _st(py, p, 0.0 + _pairwise(pa, p * Rr, Rr))
-else:  # a strided run: NumPy adds the slices in order
-    for p in range(P):
-        for q in range(Q):
-            acc = 0.0
-            for r in range(Rr):
-                acc += _ld(pa, (p * Rr + r) * Q + q)
-            _st(py, p * Q + q, acc)
-""",
-    "prod": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        acc = 1.0
-        for r in range(Rr):
-            acc *= _ld(pa, (p * Rr + r) * Q + q)
-        _st(py, p * Q + q, acc)
-""",
-    "amax": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        acc = -inf
-        if Rr > 0:
-            acc = _ld(pa, p * Rr * Q + q)
-        for r in range(1, Rr):
-            acc = _maximum(acc, _ld(pa, (p * Rr + r) * Q + q))
-        _st(py, p * Q + q, acc)
-""",
-    "amin": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        acc = inf
-        if Rr > 0:
-            acc = _ld(pa, p * Rr * Q + q)
-        for r in range(1, Rr):
-            acc = _minimum(acc, _ld(pa, (p * Rr + r) * Q + q))
-        _st(py, p * Q + q, acc)
-""",
-    "cumsum": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        acc = 0.0
-        for r in range(Rr):
-            off = (p * Rr + r) * Q + q
-            x = _ld(pa, off)
-            acc = x if r == 0 else acc + x
-            _st(py, off, acc)
-""",
-    "cumprod": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        acc = 1.0
-        for r in range(Rr):
-            off = (p * Rr + r) * Q + q
-            x = _ld(pa, off)
-            acc = x if r == 0 else acc * x
-            _st(py, off, acc)
-""",
-    "gather": """
-for j in range(n):
-    _st(py, j, _ld(pa, IA[iat + j]))
-""",
-    "scatter": """
-m = IA[iat]
-for j in range(n):
-    _st(py, j, _ld(pa, j))
-for w in range(m):  # every written position has exactly one winning write (the last)
-    if IA[iat + 1 + m + w]:
-        _st(py, IA[iat + 1 + w], _ld(pb, w))
-""",
-    "matmul": """
-B = IA[iat]
-M = IA[iat + 1]
-K = IA[iat + 2]
-N = IA[iat + 3]
-batch_a = IA[iat + 4]
-batch_b = IA[iat + 5]
-for bi in range(B):
-    oa = bi * M * K * batch_a
-    ob = bi * K * N * batch_b
-    oy = bi * M * N
-    for m in range(M):
-        for c in range(N):
-            acc = 0.0
-            for kk in range(K):
-                acc += _ld(pa, oa + m * K + kk) * _ld(pb, ob + kk * N + c)
-            _st(py, oy + m * N + c, acc)
-""",
-}
-
-# Arguments of every family kernel: the row's code, size, attribute offset, operand and result
-# addresses, the attribute arena and the scratch buffer.
-KERNEL_ARGS = "code, n, iat, pa, pb, py, IA, W"
-
-# Loop variables of the generated elementwise loops; a table formula must not use them.
-LOOP_NAMES = ("j", "n", "pa", "pb", "py", "sta", "stb")
-
-
-def _check_formula(p):
-    for name in LOOP_NAMES:
-        if _uses(p.f, name):
-            raise ValueError(f"{p.name}: formula {p.f!r} uses {name!r}, a loop variable of the "
-                             "forward kernels; rename it in jit/_generate_forward.py")
-
-
 def _scalar_body():
     """0-d rows of 0-d operands: the formula inline, operands and result in sv. Add, subtract
     and multiply share one branchless body (see ``arithmetic_codes``); the other opcodes are
@@ -683,7 +500,7 @@ def _scalar_body():
            f"    sv[i] = a * b if op == {mul} else s",
            "else:",
            "    _forward_scalar_other(op, psv, sa, sb, i)"]
-    return _indent([raw_access(ln, "sv", "psv") for ln in out], 8)
+    return indent([raw_access(ln, "sv", "psv") for ln in out], 8)
 
 
 def _scalar_other():
@@ -696,138 +513,17 @@ def _scalar_other():
             continue
         out.append(f"{'elif' if out else 'if'} op == {code}:  # {p.name}")
         if p.family == "unary":
-            body = ["x = sv[sa]"] if _uses(p.f, "x") else []
+            body = ["x = sv[sa]"] if uses(p.f, "x") else []
         else:
-            body = [f"{v} = sv[s{v}]" for v in ("a", "b") if _uses(p.f, v)]
+            body = [f"{v} = sv[s{v}]" for v in ("a", "b") if uses(p.f, v)]
         out += ["    " + ln for ln in body + [f"sv[i] = {p.f}"]]
-    return _indent([raw_access(ln, "sv", "psv") for ln in out], 4)
+    return indent([raw_access(ln, "sv", "psv") for ln in out], 4)
 
 
-def _unary_case(p):
-    _check_formula(p)
-    f = p.vf or p.f  # array loops take the vectorizable kernel where the table names one
-    loop = ["for j in range(n):"]
-    if _uses(f, "x"):
-        loop.append("    x = _ld(pa, j)")
-    return loop + [f"    _st(py, j, {f})"]
-
-
-# A one-element exponent (read at stride 0 throughout) of 2, 0.5, -1, 1 or 0 takes _power_fast
-# (x * x, sqrt(x), 1 / x, x, 1) in a loop of its own, the test hoisted out of it: ~25x faster
-# than pow (least squares' ** 2). Other exponents go through _power, which takes the same fast
-# paths element by element.
-POWER_FAST = [
-    "        if b0 == 0 and b1 == 0 and b2 == 0:",
-    "            ex = _ld(pb, ob)",
-    "            if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:",
-    "                for j in range(n2):",
-    "                    _st(py, oy + j, _power_fast(_ld(pa, oa + j * a2), ex))",
-    "                continue",
-]
-
-
-def _binary_case(p):
-    _check_formula(p)
-    loop = ["for i0 in range(n0):",
-            "    for i1 in range(n1):",
-            "        oa = i0 * a0 + i1 * a1",
-            "        ob = i0 * b0 + i1 * b1",
-            "        oy = (i0 * n1 + i1) * n2",
-            *(POWER_FAST if p.name == "power" else []),
-            "        for j in range(n2):"]
-    strided, contiguous = list(loop), list(loop)
-    for v in ("a", "b"):
-        if _uses(p.f, v):
-            strided.append(f"            {v} = _ld(p{v}, o{v} + j * {v}2)")
-            contiguous.append(f"            {v} = _ld(p{v}, o{v} + j)")
-    strided.append(f"            _st(py, oy + j, {p.f})")
-    contiguous.append(f"            _st(py, oy + j, {p.f})")
-    # both operands read along the line: LLVM vectorizes this loop, not the strided one
-    # (W2's centring, x[None] - mu[:, None] over 250,000 elements: 120 -> 78 us)
-    return (["if a2 == 1 and b2 == 1:"] + ["    " + ln for ln in contiguous] + ["else:"]
-            + ["    " + ln for ln in strided])
-
-
-def _custom(p):
-    if p.name not in CUSTOM:
-        raise KeyError(f"row {p.name!r} (family {p.family}) has no forward body: add one to "
-                       "CUSTOM in jit/_generate_forward.py")
-    return CUSTOM[p.name].strip("\n").splitlines()
-
-
-# Binary rows loop over (n0, n1, n2) with element strides (a0, a1, a2) and (b0, b1, b2) into
-# the operands, so every primitive needs one loop nest only: (1, 1, n) with strides 0 or 1 (a
-# one-element operand is read for every element) unless the row broadcasts. A broadcast that
-# collapses to three dimensions (flag 16) is read in place by the strides at IA[iat + 2:iat + 11];
-# any other is gathered into the scratch W first through its index map (flag 4 / 8, map offset
-# at IA[iat] / IA[iat + 1]).
-BINARY_PROLOGUE = """
-fl = code >> 8
-n0 = 1
-n1 = 1
-n2 = n
-a0 = 0
-a1 = 0
-a2 = 0 if fl & 1 else 1
-b0 = 0
-b1 = 0
-b2 = 0 if fl & 2 else 1
-if fl & 16:
-    n0 = IA[iat + 2]
-    n1 = IA[iat + 3]
-    n2 = IA[iat + 4]
-    a0 = IA[iat + 5]
-    a1 = IA[iat + 6]
-    a2 = IA[iat + 7]
-    b0 = IA[iat + 8]
-    b1 = IA[iat + 9]
-    b2 = IA[iat + 10]
-else:
-    if fl & 4:
-        ma = IA[iat]
-        for j in range(n):
-            W[j] = _ld(pa, IA[ma + j])
-        pa = _addr(W)
-    if fl & 8:
-        mb = IA[iat + 1]
-        for j in range(n):
-            W[n + j] = _ld(pb, IA[mb + j])
-        pb = _addr(W) + 8 * n
-"""
-
-SELECT_PROLOGUE = """
-fl = code >> 8
-sta = 0 if fl & 1 else 1
-stb = 0 if fl & 2 else 1
-ma = IA[iat] if fl & 4 else -1
-mb = IA[iat + 1] if fl & 8 else -1
-"""
-
-
-def _family_kernels():
-    """One @njit kernel per swept family, and the sweep's dispatch to them (one call per row)."""
-    kernels, calls = [], []
-    for fi, fam in enumerate(FAMILIES):
-        rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]
-        if fam in ("input", "escape") or not rows:
-            continue
-        name = f"_forward_{fam}"
-        calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}",
-                  f"    {name}({KERNEL_ARGS})"]
-        body = ["op = code & 255"]
-        if fam == "binary":
-            body += BINARY_PROLOGUE.strip("\n").splitlines()
-        elif fam == "select":
-            body += SELECT_PROLOGUE.strip("\n").splitlines()
-        case = {"unary": _unary_case, "binary": _binary_case}.get(fam, _custom)
-        for j, (code, p) in enumerate(rows):
-            body.append(f"{'if' if j == 0 else 'elif'} op == {code}:  # {p.name}")
-            body += ["    " + ln if ln else "" for ln in case(p)]
-        kernels.append(f'@njit(error_model="numpy")\ndef {name}({KERNEL_ARGS}):\n'
-                       f'    """Value of one {fam} row, written in place."""\n'
-                       + _indent(body, 4))
-    calls.append("# input and escape rows are skipped: the caller writes their values")
-    return "\n\n\n".join(kernels), _indent(calls, 8)
+# The forward family kernels (jit/_assemble.py): a row's code, size, attribute offset, operand
+# and result addresses, the attribute arena and the scratch buffer.
+FORWARD = Mode("forward", "code, n, iat, pa, pb, py, IA, W",
+               "Value of one {family} row, written in place.", after_calls=("# input and escape rows are skipped: the caller writes their values",))
 
 
 ELEMENTWISE = '''
@@ -864,7 +560,8 @@ def elementwise(code, a, b, y, n, field, IA):
 def render_forward() -> str:
     """The forward sweep's helpers, family kernels and row loop, and the eager recorder's entry
     to the elementwise kernels, for ``_generate.render``."""
-    kernels, calls = _family_kernels()
+    kernels, calls = family_kernels(FORWARD)
     body = ENTRY_POINT.replace("{scalar_body}", _scalar_body()).replace("{array_body}", calls)
     body = body.replace("{scalar_other}", _scalar_other())
-    return PAIRWISE + "\n\n" + kernels + "\n" + body + ELEMENTWISE
+    helpers = "\n\n".join(function_source(fn) for fn in reduce.HELPERS)
+    return "\n" + helpers + "\n\n" + kernels + "\n" + body + ELEMENTWISE

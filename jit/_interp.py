@@ -18,6 +18,15 @@ LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 
 
+if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
+    # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
+    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
+    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
+    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
+
+
+# raw-address access (jit/_raw.py)
+
 @intrinsic
 def _ld(typingctx, addr, i):
     """Load element i of the float64 buffer at address addr (values live in NumPy buffers)."""
@@ -40,20 +49,6 @@ def _ld_word(typingctx, addr):
         return builder.load(ptr)
 
     return sig, codegen
-
-
-if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
-    import ctypes  # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
-
-    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
-    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
-    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
-
-    def _ld(addr, i):
-        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
-
-    def _ld_word(addr):
-        return ctypes.c_int64.from_address(int(addr)).value
 
 
 @intrinsic
@@ -81,7 +76,15 @@ def _addr(typingctx, arr):
     return sig, codegen
 
 
-if config.DISABLE_JIT:
+if config.DISABLE_JIT:  # plain Python over ctypes: NumPy scalars give Numba's IEEE results
+    import ctypes
+
+    def _ld(addr, i):
+        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
+
+    def _ld_word(addr):
+        return ctypes.c_int64.from_address(int(addr)).value
+
     def _st(addr, i, v):
         ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
 
@@ -1169,8 +1172,8 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
         P = IA[iat]
         Rr = IA[iat + 1]
         Q = IA[iat + 2]
-        if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's (25000, 10) -> 25000
-            for p in range(P):  # row: 347 us with a loop of length 1 per element, 57 us so)
+        if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's
+            for p in range(P):  # (25000, 10) -> 25000 row: 57 us so, 347 us a loop per element)
                 g = _ld(pG, gy + p)
                 for r in range(Rr):
                     _st(pG, ga + p * Rr + r, _ld(pG, ga + p * Rr + r) + (g))
@@ -1205,46 +1208,7 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                         off = (p * Rr + r) * Q + q
                         _st(pG, ga + off, _ld(pG, ga + off) + (g * (left[r] * run)))
                         run *= _ld(pa, off)
-    elif op == 46:  # amax
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
-        if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
-            for p in range(P):
-                y = _ld(py, p)
-                ties = 0
-                for r in range(Rr):
-                    x = _ld(pa, p * Rr + r)
-                    ties += (x == y) | ((x != x) & (y != y))
-                share = _ld(pG, gy + p) / ties
-                for r in range(Rr):  # (a select, not a branch: the loop vectorizes)
-                    x = _ld(pa, p * Rr + r)
-                    old = _ld(pG, ga + p * Rr + r)
-                    _st(pG, ga + p * Rr + r, old + share if (x == y) | ((x != x) & (y != y)) else old)
-        else:  # the same, Q extremes at a time along the contiguous axis, branch-free (W2's max over
-            # axis 0 of a (25, 1000) array: 77 -> 42 us a branch per element, 13 us so); each tie
-            # gets the same share once, so the same bits
-            share = np.empty(Q)
-            ps = _addr(share)
-            for p in range(P):
-                for q in range(Q):
-                    _st(ps, q, 0.0)
-                for r in range(Rr):
-                    o = (p * Rr + r) * Q
-                    for q in range(Q):
-                        x = _ld(pa, o + q)
-                        y = _ld(py, p * Q + q)
-                        _st(ps, q, _ld(ps, q) + (1.0 if (x == y) | ((x != x) & (y != y)) else 0.0))
-                for q in range(Q):  # the count of ties, now each one's share
-                    _st(ps, q, _ld(pG, gy + p * Q + q) / _ld(ps, q))
-                for r in range(Rr):
-                    o = (p * Rr + r) * Q
-                    for q in range(Q):
-                        x = _ld(pa, o + q)
-                        y = _ld(py, p * Q + q)
-                        old = _ld(pG, ga + o + q)
-                        _st(pG, ga + o + q, old + _ld(ps, q) if (x == y) | ((x != x) & (y != y)) else old)
-    elif op == 47:  # amin
+    elif op == 46 or op == 47:  # amax, amin
         P = IA[iat]
         Rr = IA[iat + 1]
         Q = IA[iat + 2]

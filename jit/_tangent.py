@@ -18,6 +18,15 @@ LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 
 
+if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
+    # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
+    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
+    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
+    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
+
+
+# raw-address access (jit/_raw.py)
+
 @intrinsic
 def _ld(typingctx, addr, i):
     """Load element i of the float64 buffer at address addr (values live in NumPy buffers)."""
@@ -40,20 +49,6 @@ def _ld_word(typingctx, addr):
         return builder.load(ptr)
 
     return sig, codegen
-
-
-if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
-    import ctypes  # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
-
-    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
-    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
-    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
-
-    def _ld(addr, i):
-        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
-
-    def _ld_word(addr):
-        return ctypes.c_int64.from_address(int(addr)).value
 
 
 @intrinsic
@@ -81,7 +76,15 @@ def _addr(typingctx, arr):
     return sig, codegen
 
 
-if config.DISABLE_JIT:
+if config.DISABLE_JIT:  # plain Python over ctypes: NumPy scalars give Numba's IEEE results
+    import ctypes
+
+    def _ld(addr, i):
+        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
+
+    def _ld_word(addr):
+        return ctypes.c_int64.from_address(int(addr)).value
+
     def _st(addr, i, v):
         ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
 
@@ -735,8 +738,8 @@ def _tangent_scan(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D
             oy = ty + j * n
             for p in range(P):
                 for q in range(Q):
-                    # the product rule dy_r = x_r dy_{r-1} + y_{r-1} dx_r: no division, so exact at zeros
-                    # and infinities, and O(R)
+                    # the product rule dy_r = x_r dy_{r-1} + y_{r-1} dx_r: no division, so exact at
+                    # zeros and infinities, and O(R)
                     acc = 0.0
                     for r in range(Rr):
                         off = (p * Rr + r) * Q + q
