@@ -137,14 +137,15 @@ def _chain(rows, case):
 
 def family_kernels(mode: Mode):
     """(the kernels' source, the sweep's dispatch lines indented for its row loop)."""
-    from .families import FAMILY_MODULES
+    from .families import family_modules
 
+    modules = family_modules()
     kernels, calls = [], []
     for fi, fam in enumerate(FAMILIES):
         rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]
-        if fam not in FAMILY_MODULES or not rows:
+        if fam not in modules or not rows:
             continue
-        module = FAMILY_MODULES[fam]
+        module = modules[fam]
         name = f"_{mode.name}_{fam}"
         calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}",
                   f"    {mode.call.get(fam, name)}({mode.args})"]

@@ -41,7 +41,9 @@ import os
 import sys
 
 from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES, _raw
-from ._assemble import Mode, family_kernels, indent, raw_access, rendered_part, uses
+from ._assemble import (Mode, family_kernels, function_source, indent, raw_access, rendered_part,
+                        uses)
+from .families import layout_decoders
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -943,6 +945,9 @@ def prelude(header) -> str:
     text = header.format(hash=table_hash())
     text += "\n\n# raw-address access (jit/_raw.py)" + rendered_part(_raw)
     text += "\n" + HELPERS.rstrip() + "\n"
+    text += "\n\n# the families' attribute layouts (jit/families/)\n"
+    text += "\n\n".join('@njit(error_model="numpy")\n' + function_source(fn)
+                         for fn in layout_decoders()) + "\n"
     text += "\n\n# family code of every opcode (a frozen global inside the kernels)\n"
     return text + f"_FAMILY = np.array([{fam_codes}], dtype=np.int64)\n"
 

@@ -319,6 +319,23 @@ def _pick_fmax(a, b):
     return 0.0
 
 
+# the families' attribute layouts (jit/families/)
+@njit(error_model="numpy")
+def reduce_layout(IA, iat):
+    """(P, R, Q) of a reduce or scan row whose ints start at IA[iat]: the operand seen as a
+    C-ordered (P, R, Q) array, reduced or scanned over R."""
+    return IA[iat], IA[iat + 1], IA[iat + 2]
+
+
+@njit(error_model="numpy")
+def matmul_layout(IA, iat):
+    """(B, M, K, N, batch_a, batch_b) of a matmul row whose ints start at IA[iat]: B batches of
+    an (M, K) by (K, N) product; batch_a / batch_b is 1 when the operand has one matrix per
+    batch, 0 when every batch shares one."""
+    return IA[iat], IA[iat + 1], IA[iat + 2], IA[iat + 3], IA[iat + 4], IA[iat + 5]
+
+
+
 # family code of every opcode (a frozen global inside the kernels)
 _FAMILY = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 4, 4, 4, 4, 5, 5, 6, 7, 8, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9], dtype=np.int64)
 
@@ -1169,9 +1186,7 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     pG = _addr(G)
     op = code & 255
     if op == 44:  # sum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's
             for p in range(P):  # (25000, 10) -> 25000 row: 57 us so, 347 us a loop per element)
                 g = _ld(pG, gy + p)
@@ -1184,9 +1199,7 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     for q in range(Q):
                         _st(pG, ga + base + q, _ld(pG, ga + base + q) + (_ld(pG, gy + p * Q + q)))
     elif op == 45:  # prod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         left = np.empty(Rr)  # prefix products, for the rare lines without a safe division
         for p in range(P):
             for q in range(Q):
@@ -1209,9 +1222,7 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                         _st(pG, ga + off, _ld(pG, ga + off) + (g * (left[r] * run)))
                         run *= _ld(pa, off)
     elif op == 46 or op == 47:  # amax, amin
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
             for p in range(P):
                 y = _ld(py, p)
@@ -1255,9 +1266,7 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     pG = _addr(G)
     op = code & 255
     if op == 48:  # cumsum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 0.0
@@ -1266,9 +1275,7 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     acc += _ld(pG, gy + off)
                     _st(pG, ga + off, _ld(pG, ga + off) + (acc))
     elif op == 49:  # cumprod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 # ga_r = y_{r-1} T_r with T_r = g_r + x_{r+1} T_{r+1}: no division, so exact at zeros
@@ -1324,12 +1331,7 @@ def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     pG = _addr(G)
     op = code & 255
     if op == 52:  # matmul
-        B = IA[iat]
-        M = IA[iat + 1]
-        K = IA[iat + 2]
-        N = IA[iat + 3]
-        batch_a = IA[iat + 4]
-        batch_b = IA[iat + 5]
+        B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
         for bi in range(B):
             oa = bi * M * K * batch_a
             ob = bi * K * N * batch_b
@@ -2797,9 +2799,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
     """Value of one reduce row, written in place."""
     op = code & 255
     if op == 44:  # sum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         if Q == 1 and Rr <= 128:  # the reduced run is contiguous: NumPy sums it pairwise
             for p in range(P):  # (W2's 25,000 lines of 10: 205 -> 95 us with the leaf inlined here)
                 _st(py, p, 0.0 + _pairwise_leaf(pa, p * Rr, Rr))
@@ -2814,9 +2814,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
                         acc += _ld(pa, (p * Rr + r) * Q + q)
                     _st(py, p * Q + q, acc)
     elif op == 45:  # prod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 1.0
@@ -2824,9 +2822,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
                     acc *= _ld(pa, (p * Rr + r) * Q + q)
                 _st(py, p * Q + q, acc)
     elif op == 46:  # amax
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = -inf
@@ -2836,9 +2832,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
                     acc = _maximum(acc, _ld(pa, (p * Rr + r) * Q + q))
                 _st(py, p * Q + q, acc)
     elif op == 47:  # amin
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = inf
@@ -2854,9 +2848,7 @@ def _forward_scan(code, n, iat, pa, pb, py, IA, W):
     """Value of one scan row, written in place."""
     op = code & 255
     if op == 48:  # cumsum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 0.0
@@ -2866,9 +2858,7 @@ def _forward_scan(code, n, iat, pa, pb, py, IA, W):
                     acc = x if r == 0 else acc + x
                     _st(py, off, acc)
     elif op == 49:  # cumprod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 1.0
@@ -2906,12 +2896,7 @@ def _forward_matmul(code, n, iat, pa, pb, py, IA, W):
     """Value of one matmul row, written in place."""
     op = code & 255
     if op == 52:  # matmul
-        B = IA[iat]
-        M = IA[iat + 1]
-        K = IA[iat + 2]
-        N = IA[iat + 3]
-        batch_a = IA[iat + 4]
-        batch_b = IA[iat + 5]
+        B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
         for bi in range(B):
             oa = bi * M * K * batch_a
             ob = bi * K * N * batch_b

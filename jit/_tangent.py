@@ -319,6 +319,23 @@ def _pick_fmax(a, b):
     return 0.0
 
 
+# the families' attribute layouts (jit/families/)
+@njit(error_model="numpy")
+def reduce_layout(IA, iat):
+    """(P, R, Q) of a reduce or scan row whose ints start at IA[iat]: the operand seen as a
+    C-ordered (P, R, Q) array, reduced or scanned over R."""
+    return IA[iat], IA[iat + 1], IA[iat + 2]
+
+
+@njit(error_model="numpy")
+def matmul_layout(IA, iat):
+    """(B, M, K, N, batch_a, batch_b) of a matmul row whose ints start at IA[iat]: B batches of
+    an (M, K) by (K, N) product; batch_a / batch_b is 1 when the operand has one matrix per
+    batch, 0 when every batch shares one."""
+    return IA[iat], IA[iat + 1], IA[iat + 2], IA[iat + 3], IA[iat + 4], IA[iat + 5]
+
+
+
 # family code of every opcode (a frozen global inside the kernels)
 _FAMILY = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 4, 4, 4, 4, 5, 5, 6, 7, 8, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9], dtype=np.int64)
 
@@ -628,9 +645,7 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
     """Tangent (JVP) of one reduce row, k directions."""
     op = code & 255
     if op == 44:  # sum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for j in range(k):
             oa = ta + j * na
             oy = ty + j * n
@@ -649,9 +664,7 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
                     for q in range(Q):
                         T[oy + p * Q + q] += T[base + q]
     elif op == 45:  # prod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         left = np.empty(Rr)  # prefix and suffix products, for the lines without a safe division
         right = np.empty(Rr)
         for p in range(P):
@@ -682,9 +695,7 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
                             acc += (left[r] * right[r]) * T[oa + off]
                     T[ty + j * n + p * Q + q] = acc
     elif op == 46 or op == 47:  # amax, amin
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 y = _ld(py, p * Q + q)
@@ -716,9 +727,7 @@ def _tangent_scan(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D
     """Tangent (JVP) of one scan row, k directions."""
     op = code & 255
     if op == 48:  # cumsum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for j in range(k):
             oa = ta + j * na
             oy = ty + j * n
@@ -730,9 +739,7 @@ def _tangent_scan(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D
                         acc += T[oa + off]
                         T[oy + off] = acc
     elif op == 49:  # cumprod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for j in range(k):
             oa = ta + j * na
             oy = ty + j * n
@@ -788,12 +795,7 @@ def _tangent_matmul(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
     """Tangent (JVP) of one matmul row, k directions."""
     op = code & 255
     if op == 52:  # matmul
-        B = IA[iat]
-        M = IA[iat + 1]
-        K = IA[iat + 2]
-        N = IA[iat + 3]
-        batch_a = IA[iat + 4]
-        batch_b = IA[iat + 5]
+        B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
         for j in range(k):
             for bi in range(B):
                 oa = bi * M * K * batch_a

@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from jit.families import layouts
 from jit.table import (FLAG_SHIFT, HELPERS, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE, STRIDED,
                        TABLE)
 
@@ -741,7 +742,7 @@ def reduce(name, x, axis=None, keepdims=False):
     key = ("prq", P, R, Q)
     off = t.index_cache.get(key)
     if off is None:
-        off = t.index_cache[key] = t.add_ints((P, R, Q))
+        off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
     return result(y, t, t.row(code, slot_in(t, xs), -1, y, _size(y), off))
 
 
@@ -761,7 +762,7 @@ def scan(name, x, axis=None):
     shape = _shape(xv)
     P, R, Q = math.prod(shape[:ax]), (shape[ax] if nd else 1), math.prod(shape[ax + 1:])
     t = current_tape()
-    off = t.add_ints((P, R, Q))
+    off = t.add_ints(layouts.encode_reduce(P, R, Q))
     return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y), off))
 
 
@@ -801,7 +802,7 @@ def matmul(a, b):
         yb_shape = batch + (K, N) if bb else (K, N)
         t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
         return result(y, t, slot)
-    off = t.add_ints((B, M, K, N, ba, bb))
+    off = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
     return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
 
 

@@ -3,29 +3,20 @@
 Larger products (over ``BLAS_FLOPS`` multiply-adds) are ``matmul_blas`` escape rows, whose rules
 run in NumPy between jitted segments (``tape/``). Attribute layout at the row's int offset:
 (B, M, K, N, batch_a, batch_b): B batches of an (M, K) by (K, N) product, a and b in C order;
-batch_a / batch_b is 1 when the operand has one matrix per batch, 0 when all share one.
+batch_a / batch_b is 1 when the operand has one matrix per batch, 0 when all share one
+(``layouts.encode_matmul`` / ``decode_matmul``).
 """
 from ._scope import _ld, _st
+from .layouts import matmul_layout  # encode_matmul, decode_matmul there
 
 
-def encode(B, M, K, N, batch_a, batch_b):
-    """A matmul row's ints."""
-    return (int(B), int(M), int(K), int(N), int(batch_a), int(batch_b))
-
-
-def decode(IA, iat):
-    """(B, M, K, N, batch_a, batch_b) of a matmul row."""
-    return tuple(int(v) for v in IA[iat:iat + 6])
+# rendered whole into every generated interpreter (jit/_assemble.py)
+LAYOUTS = (matmul_layout,)
 
 
 def forward_matmul(iat, pa, pb, py, IA):
     """Y = A B per batch, acc = 0.0 then acc += a_mk b_kn in k order (NumPy's no-BLAS loop)."""
-    B = IA[iat]
-    M = IA[iat + 1]
-    K = IA[iat + 2]
-    N = IA[iat + 3]
-    batch_a = IA[iat + 4]
-    batch_b = IA[iat + 5]
+    B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
     for bi in range(B):
         oa = bi * M * K * batch_a
         ob = bi * K * N * batch_b
@@ -40,12 +31,7 @@ def forward_matmul(iat, pa, pb, py, IA):
 
 def reverse_matmul(nd, iat, pa, ga, pb, gb, gy, G, IA):
     """dA += dY B^T and dB += A^T dY per batch."""
-    B = IA[iat]
-    M = IA[iat + 1]
-    K = IA[iat + 2]
-    N = IA[iat + 3]
-    batch_a = IA[iat + 4]
-    batch_b = IA[iat + 5]
+    B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
     for bi in range(B):
         oa = bi * M * K * batch_a
         ob = bi * K * N * batch_b
@@ -68,12 +54,7 @@ def reverse_matmul(nd, iat, pa, ga, pb, gb, gy, G, IA):
 
 def tangent_matmul(nd, n, k, iat, pa, ta, na, pb, tb, nb, ty, T, IA):
     """dY = dA B + A dB per batch (the transpose of ``reverse_matmul``)."""
-    B = IA[iat]
-    M = IA[iat + 1]
-    K = IA[iat + 2]
-    N = IA[iat + 3]
-    batch_a = IA[iat + 4]
-    batch_b = IA[iat + 5]
+    B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
     for j in range(k):
         for bi in range(B):
             oa = bi * M * K * batch_a

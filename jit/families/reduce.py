@@ -2,7 +2,8 @@
 
 Attribute layout at the row's int offset: (P, R, Q), the operand seen as a C-ordered (P, R, Q)
 array reduced over R (a reduction over several adjacent axes is recorded over their product; over
-non-adjacent ones, after a transpose). The result is (P, Q).
+non-adjacent ones, after a transpose). The result is (P, Q). ``layouts.encode_reduce`` and
+``decode_reduce`` write and read it for the recorder and the file validator.
 """
 from math import inf
 
@@ -10,16 +11,11 @@ import numpy as np
 
 from .._cache import njit
 from ._scope import _addr, _ld, _maximum, _minimum, _st
+from .layouts import reduce_layout  # (P, R, Q): encode_reduce, decode_reduce there
 
 
-def encode(P, R, Q):
-    """A reduce or scan row's ints."""
-    return (int(P), int(R), int(Q))
-
-
-def decode(IA, iat):
-    """(P, R, Q) of a reduce or scan row."""
-    return int(IA[iat]), int(IA[iat + 1]), int(IA[iat + 2])
+# rendered whole into every generated interpreter (jit/_assemble.py)
+LAYOUTS = (reduce_layout,)
 
 
 @njit(error_model="numpy", inline="always")  # at Numba's level: LLVM does not inline across
@@ -74,9 +70,7 @@ HELPERS = (_pairwise_leaf, _pairwise)
 def forward_sum(iat, pa, py, IA):
     """Sums over the (P, R, Q) layout in NumPy's order: pairwise along a contiguous run, in
     sequence along a strided one."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     if Q == 1 and Rr <= 128:  # the reduced run is contiguous: NumPy sums it pairwise
         for p in range(P):  # (W2's 25,000 lines of 10: 205 -> 95 us with the leaf inlined here)
             _st(py, p, 0.0 + _pairwise_leaf(pa, p * Rr, Rr))
@@ -94,9 +88,7 @@ def forward_sum(iat, pa, py, IA):
 
 def reverse_sum(iat, ga, gy, G, IA):
     """Every element gets its line's adjoint."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's
         for p in range(P):  # (25000, 10) -> 25000 row: 57 us so, 347 us a loop per element)
             g = G[gy + p]
@@ -112,9 +104,7 @@ def reverse_sum(iat, ga, gy, G, IA):
 
 def tangent_sum(n, k, iat, ta, na, ty, T, IA):
     """The sum of the tangents over each line."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for j in range(k):
         oa = ta + j * na
         oy = ty + j * n
@@ -136,9 +126,7 @@ def tangent_sum(n, k, iat, ta, na, ty, T, IA):
 
 def forward_prod(iat, pa, py, IA):
     """Products over the (P, R, Q) layout, in sequence from 1.0."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             acc = 1.0
@@ -150,9 +138,7 @@ def forward_prod(iat, pa, py, IA):
 def reverse_prod(iat, pa, ga, gy, G, IA):
     """Each factor gets the adjoint times the product of the others: rest / x_r when that is safe,
     else prefix times suffix products (exact at zeros and infinities)."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     left = np.empty(Rr)  # prefix products, for the rare lines without a safe division
     for p in range(P):
         for q in range(Q):
@@ -178,9 +164,7 @@ def reverse_prod(iat, pa, ga, gy, G, IA):
 
 def tangent_prod(n, k, iat, pa, ta, na, ty, T, IA):
     """The tangents weighted as the reverse weights them (the transpose of ``reverse_prod``)."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     left = np.empty(Rr)  # prefix and suffix products, for the lines without a safe division
     right = np.empty(Rr)
     for p in range(P):
@@ -214,9 +198,7 @@ def tangent_prod(n, k, iat, pa, ta, na, ty, T, IA):
 
 def forward_amax(iat, pa, py, IA):
     """The maximum of each line from its first element, NaN propagating, a later tie winning."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             acc = -inf
@@ -229,9 +211,7 @@ def forward_amax(iat, pa, py, IA):
 
 def reverse_amax(iat, pa, ga, py, gy, G, IA):
     """The adjoint shared evenly among the ties of each extreme (amax and amin alike)."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
         for p in range(P):
             y = _ld(py, p)
@@ -271,9 +251,7 @@ def reverse_amax(iat, pa, ga, py, gy, G, IA):
 
 def tangent_amax(n, k, iat, pa, ta, na, py, ty, T, IA):
     """The mean of the ties' tangents (the transpose of ``reverse_amax``; amax and amin alike)."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             y = _ld(py, p * Q + q)
@@ -302,9 +280,7 @@ def tangent_amax(n, k, iat, pa, ta, na, py, ty, T, IA):
 
 def forward_amin(iat, pa, py, IA):
     """The minimum of each line from its first element, NaN propagating, a later tie winning."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             acc = inf

@@ -1,20 +1,15 @@
 """Running sums and products along one axis: cumsum, cumprod.
 
-Attribute layout at the row's int offset: (P, R, Q), as a reduction's (``reduce.encode``); the
-result has the operand's shape.
+Attribute layout at the row's int offset: (P, R, Q), as a reduction's (``layouts.encode_reduce``);
+the result has the operand's shape.
 """
 from ._scope import _ld, _st
-from . import reduce as _reduce
-
-# the scan rows share the reductions' layout
-encode, decode = _reduce.encode, _reduce.decode
+from .layouts import reduce_layout
 
 
 def forward_cumsum(iat, pa, py, IA):
     """y_0 = x_0, y_r = y_{r-1} + x_r along each line."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             acc = 0.0
@@ -27,9 +22,7 @@ def forward_cumsum(iat, pa, py, IA):
 
 def reverse_cumsum(iat, ga, gy, G, IA):
     """Each x_r gets the sum of the adjoints of y_r and after."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             acc = 0.0
@@ -41,9 +34,7 @@ def reverse_cumsum(iat, ga, gy, G, IA):
 
 def tangent_cumsum(n, k, iat, ta, na, ty, T, IA):
     """The running sum of the tangents."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for j in range(k):
         oa = ta + j * na
         oy = ty + j * n
@@ -58,9 +49,7 @@ def tangent_cumsum(n, k, iat, ta, na, ty, T, IA):
 
 def forward_cumprod(iat, pa, py, IA):
     """y_0 = x_0, y_r = y_{r-1} x_r along each line."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             acc = 1.0
@@ -73,9 +62,7 @@ def forward_cumprod(iat, pa, py, IA):
 
 def reverse_cumprod(iat, pa, ga, py, gy, G, IA):
     """The reverse of the running product without a division."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for p in range(P):
         for q in range(Q):
             # ga_r = y_{r-1} T_r with T_r = g_r + x_{r+1} T_{r+1}: no division, so exact at zeros
@@ -98,9 +85,7 @@ def reverse_cumprod(iat, pa, ga, py, gy, G, IA):
 def tangent_cumprod(n, k, iat, pa, ta, na, py, ty, T, IA):
     """The product rule along the line, without a division (the transpose of
     ``reverse_cumprod``)."""
-    P = IA[iat]
-    Rr = IA[iat + 1]
-    Q = IA[iat + 2]
+    P, Rr, Q = reduce_layout(IA, iat)
     for j in range(k):
         oa = ta + j * na
         oy = ty + j * n
