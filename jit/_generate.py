@@ -44,6 +44,7 @@ from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES, _raw
 from ._assemble import (Mode, family_kernels, function_source, indent, raw_access, rendered_part,
                         uses)
 from .families import layout_decoders
+from .families.elementwise import arithmetic_codes, scalar_branches
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
 OUT = os.path.join(os.path.dirname(__file__), "_interp.py")
@@ -876,24 +877,6 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 '''
 
 
-def arithmetic_codes():
-    """The opcodes of add, subtract and multiply, which the 0-d paths of the sweeps run without
-    a data-dependent branch: on scalar loops (W1) the jump to a row's body is mispredicted
-    more often than not (measured: 6 ns/row with the jump, 2.5 with one opcode throughout),
-    and these three are most of such code. They must stay consecutive, with these formulas."""
-    names = [p.name for p in TABLE]
-    add = names.index("add")
-    expected = {"add": ("a + b", ("1.0", "1.0")), "subtract": ("a - b", ("1.0", "-1.0")),
-                "multiply": ("a * b", ("b", "a"))}
-    for code, name in enumerate(("add", "subtract", "multiply"), start=add):
-        p = TABLE[code]
-        if p.name != name or (p.f, tuple(p.d)) != expected[name]:
-            raise ValueError("the table's add, subtract and multiply rows must be consecutive "
-                             "with formulas a + b, a - b, a * b (the branchless 0-d path in "
-                             "jit/_generate.py assumes it)")
-    return add, add + 1, add + 2
-
-
 def _scalar_body():
     """0-d rows: operands and result are in sv; adjoints at G[slot]."""
     add, sub, mul = arithmetic_codes()
@@ -910,30 +893,7 @@ def _scalar_body():
            "        G[sa] += g * da",
            "    if nd & 2:",
            "        G[sb] += g * db"]
-    first = False
-    for code, p in enumerate(TABLE):
-        if p.family not in ("unary", "binary") or code in (add, sub, mul):
-            continue
-        kw = "if" if first else "elif"
-        first = False
-        out.append(f"{kw} op == {code}:  # {p.name}")
-        if p.family == "unary":
-            (d,) = p.d
-            body = []
-            if uses(d, "x"):
-                body.append("x = sv[sa]")
-            if uses(d, "y"):
-                body.append("y = sv[i]")
-            body.append(f"G[sa] += g * ({d})")
-        else:
-            da, db = p.d
-            body = []
-            for name, load in (("a", "sv[sa]"), ("b", "sv[sb]"), ("y", "sv[i]")):
-                if uses(da, name) or uses(db, name):
-                    body.append(f"{name} = {load}")
-            body += ["if nd & 1:", f"    G[sa] += g * ({da})",
-                     "if nd & 2:", f"    G[sb] += g * ({db})"]
-        out += ["    " + ln for ln in body]
+    out += scalar_branches("reverse")
     out = [raw_access(raw_access(ln, "G", "pG"), "sv", "psv") for ln in out]
     return indent(out, 8)
 

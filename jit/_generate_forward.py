@@ -72,10 +72,9 @@ the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loop
 """
 from __future__ import annotations
 
-from ._assemble import Mode, family_kernels, function_source, indent, raw_access, uses
-from ._generate import arithmetic_codes
+from ._assemble import Mode, family_kernels, function_source, indent, raw_access
 from .families import reduce
-from .table import TABLE
+from .families.elementwise import arithmetic_codes, scalar_branches
 
 ENTRY_POINT = '''
 
@@ -506,17 +505,7 @@ def _scalar_body():
 def _scalar_other():
     """The body of ``_forward_scalar_other``: every 0-d unary and binary row but the three
     arithmetic ones."""
-    add, sub, mul = arithmetic_codes()
-    out = []
-    for code, p in enumerate(TABLE):
-        if p.family not in ("unary", "binary") or code in (add, sub, mul):
-            continue
-        out.append(f"{'elif' if out else 'if'} op == {code}:  # {p.name}")
-        if p.family == "unary":
-            body = ["x = sv[sa]"] if uses(p.f, "x") else []
-        else:
-            body = [f"{v} = sv[s{v}]" for v in ("a", "b") if uses(p.f, v)]
-        out += ["    " + ln for ln in body + [f"sv[i] = {p.f}"]]
+    out = scalar_branches("forward", first="if")
     return indent([raw_access(ln, "sv", "psv") for ln in out], 4)
 
 

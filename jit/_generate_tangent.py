@@ -36,11 +36,11 @@ from __future__ import annotations
 import os
 import sys
 
-from ._assemble import Mode, family_kernels, function_source, indent, raw_access, uses
+from ._assemble import Mode, family_kernels, function_source, indent, raw_access
 from ._generate import HEADER as _INTERP_HEADER
-from ._generate import arithmetic_codes, prelude, write_or_check
+from ._generate import prelude, write_or_check
 from .families import elementwise
-from .table import TABLE
+from .families.elementwise import arithmetic_codes, scalar_branches
 
 OUT = os.path.join(os.path.dirname(__file__), "_tangent.py")
 
@@ -136,25 +136,7 @@ def _scalar_body():
            "    b = sv[sb]",
            f"    da = b if op == {mul} else 1.0",
            f"    db = a if op == {mul} else (1.0 if op == {add} else -1.0)"]
-    for code, p in enumerate(TABLE):
-        if p.family not in ("unary", "binary") or code in (add, sub, mul):
-            continue
-        out.append(f"elif op == {code}:  # {p.name}")
-        if p.family == "unary":
-            (d,) = p.d
-            body = []
-            if uses(d, "x"):
-                body.append("x = sv[sa]")
-            if uses(d, "y"):
-                body.append("y = sv[i]")
-            body.append(f"da = {d}")
-        else:
-            da, db = p.d
-            body = [f"{v} = {load}" for v, load in (("a", "sv[sa]"), ("b", "sv[sb]"),
-                                                    ("y", "sv[i]"))
-                    if uses(da, v) or uses(db, v)]
-            body += ["if nd & 1:", f"    da = {da}", "if nd & 2:", f"    db = {db}"]
-        out += ["    " + ln for ln in body]
+    out += scalar_branches("tangent")
     out += [
         "else:  # no other family has 0-d rows without a side row",
         "    continue",
