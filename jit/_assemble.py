@@ -26,10 +26,34 @@ from dataclasses import dataclass, field
 from .table import FAMILIES, TABLE, VMATH_MARKER
 
 
+SWEEPS = os.path.join(os.path.dirname(__file__), "sweeps")
+
+
 def rendered_part(module) -> str:
-    """The text of a real module below its marker line, as rendered into the interpreters."""
-    with open(module.__file__) as fh:
+    """The text of a real module (or of a file of ``jit/sweeps/``, by name) below its marker
+    line, as rendered into the interpreters."""
+    path = module.__file__ if hasattr(module, "__file__") else os.path.join(SWEEPS, module)
+    with open(path) as fh:
         return fh.read().split(VMATH_MARKER, 1)[1]
+
+
+def fill(text: str, parts: dict) -> str:
+    """text with each insertion line ``# <name>`` (at the start of a line) replaced by
+    parts[name]; every insertion point must be filled, and every part used."""
+    used = set()
+
+    def put(m):
+        name = m.group(1)
+        if name not in parts:
+            raise KeyError(f"no part for the insertion point # <{name}>")
+        used.add(name)
+        value = parts[name]
+        return value if value.endswith("\n") else value + "\n"
+
+    out = re.sub(r"^# <(\w+)>\n", put, text, flags=re.M)
+    if used != set(parts):
+        raise KeyError(f"parts without an insertion point: {sorted(set(parts) - used)}")
+    return out
 
 
 def function_source(fn) -> str:
