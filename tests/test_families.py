@@ -30,6 +30,9 @@ def python_raw(monkeypatch):
         for name, fn in (("_ld", _ld), ("_st", _st), ("_addr", lambda a: a.ctypes.data)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, fn)
+        for name, value in list(vars(module).items()):  # jitted helpers (_pairwise, ...) too
+            if hasattr(value, "py_func"):
+                monkeypatch.setattr(module, name, value.py_func)
 
 
 def _p(a):
