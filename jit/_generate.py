@@ -4,8 +4,10 @@ Run ``python -m jit._generate`` after changing ``jit/table.py``, ``jit/families/
 ``jit/sweeps/``; ``tests/test_generated.py`` fails while the committed file is stale. Nothing here
 is kernel code: the sweeps' drivers are the Python source of ``jit/sweeps/reverse.py`` and
 ``forward.py``, the family kernels' bodies are functions of ``jit/families/``, and the skeleton of
-``jit/_assemble.py`` assembles them with what the table gives. It holds both sweeps (the forward value sweep's part is
-rendered by ``_generate_forward.py``) behind one jitted entry point, ``sweep(..., flo, fhi, rlo,
+``jit/_assemble.py`` assembles them with what the table gives.
+
+The generated file holds both sweeps (the forward value sweep's part is rendered by
+``_generate_forward.py``) behind one jitted entry point, ``sweep(..., flo, fhi, rlo,
 rhi)``: the values of rows flo..fhi-1, then the adjoints through rows rhi-1..rlo, so a compiled
 tape's value and gradient are one call. ``reverse_sweep`` and ``forward_sweep`` are Python
 wrappers that leave one range empty. The output is plain, readable Numba code: the reverse rows are

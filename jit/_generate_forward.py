@@ -34,8 +34,8 @@ formula ``vf``: array loops of exp, log, log1p and tanh call the branch-free ker
 no loop can vectorize). Array rows run one flat loop per primitive; an operand broadcast through
 an index map is first gathered into a scratch buffer, so each binary primitive has a single loop
 (contiguous operands, or a one-element operand read with stride 0). The eager recorder runs these
-same loops for the primitives whose NumPy loops differ by CPU (``elementwise`` below, for
-``jit.table.OWN_VALUE``), so eager and replay agree bit for bit on any CPU; NumPy's value is kept
+same loops for the primitives whose NumPy loops differ by CPU (``elementwise``, in
+``jit/sweeps/forward.py``, for ``jit.table.OWN_VALUE``), so eager and replay agree bit for bit on any CPU; NumPy's value is kept
 where it is exact by IEEE 754 (``NUMPY_EXACT``: the same bits from every loop). Against NumPy's
 own loops the formulas differ within their error bounds (``tests/test_accuracy.py``), and at
 fmax / fmin's +0.0 / -0.0 ties (ours return the first operand; NumPy's loops differ among
@@ -72,7 +72,8 @@ the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loop
 """
 from __future__ import annotations
 
-from ._assemble import Mode, family_kernels, fill, function_source, indent, raw_access, rendered_part
+from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
+                        rendered_part)
 from .families import reduce
 from .families.elementwise import arithmetic_codes, scalar_branches
 
@@ -102,7 +103,8 @@ def _scalar_other():
 # and result addresses, the attribute arena and the scratch buffer.
 FORWARD = Mode("forward", "code, n, iat, pa, pb, py, IA, W",
                "Value of one {family} row, written in place.",
-               after_calls=("# input and escape rows are skipped: the caller writes their values",))
+               after_calls=("# input and escape rows are skipped: the caller writes their "
+                            "values",))
 
 
 def render_forward() -> str:

@@ -36,7 +36,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ._assemble import Mode, family_kernels, fill, function_source, indent, raw_access, rendered_part
+from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
+                        rendered_part)
 from ._generate import HEADER as _INTERP_HEADER
 from ._generate import prelude, write_or_check
 from .families import elementwise

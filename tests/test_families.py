@@ -193,7 +193,8 @@ def test_a_body_needing_an_argument_its_kernel_lacks_is_refused(monkeypatch):
 
 
 def test_a_changed_family_body_makes_the_generated_file_stale(monkeypatch, tmp_path):
-    source = inspect.getsource(matmul.tangent_matmul).replace("acc = 0.0  # dY", "acc = -0.0  # dY")
+    source = inspect.getsource(matmul.tangent_matmul)
+    source = source.replace("acc = 0.0  # dY", "acc = -0.0  # dY")
     path = tmp_path / "changed_matmul.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("changed_matmul", path)
