@@ -1793,7 +1793,8 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
         return r0
     ratio = g / seed
     mantissa, _ = frexp(ratio)
-    exact = abs(mantissa) == 0.5 and abs(ratio) >= 2.2250738585072014e-308         and ratio * seed == g  # (a normal power of two, and exactly g's)
+    exact = abs(mantissa) == 0.5 and abs(ratio) >= 2.2250738585072014e-308 \
+        and ratio * seed == g  # (a normal power of two, and exactly g's)
     pG = _addr(G)
     for s in _run_inputs(R, need, r0, e):  # (only the run has added to these yet)
         o = GO[s]
