@@ -533,7 +533,8 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
     elif fam == "scatter":
         mm = int(_ints(IA, iat, 1, where)[0])
         _need(0 <= mm <= n, f"{where}: count")
-        pos, win = _ints(IA, iat + 1, 2 * mm, where)[:mm], IA[iat + 1 + mm:iat + 1 + 2 * mm]
+        _ints(IA, iat + 1, 2 * mm, where)  # (in bounds)
+        pos, win = layouts.decode_scatter(IA, iat)
         _need(mm == 0 or (pos.min() >= 0 and pos.max() < n), f"{where}: positions")
         _need(size[a] == n and size[b] == mm, f"{where}: operand sizes")
         # the forward writes each position's last winning write, the reverse gives every

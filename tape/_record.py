@@ -509,7 +509,7 @@ def where(mask, a, b):
     sa, fa, ma = _operand(t, a, shape, n)
     sb, fb, mb = _operand(t, b, shape, n)
     flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
-    off = t.add_ints(np.concatenate(([ma, mb], np.broadcast_to(mask, shape).reshape(-1))))
+    off = t.add_ints(layouts.encode_where(ma, mb, np.broadcast_to(mask, shape).reshape(-1)))
     return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n, off))
 
 
@@ -628,7 +628,7 @@ def setitem(x, key, v):
             else slot_in(t, v)
     else:
         sv_ = t.const(constant(np.broadcast_to(vv, pos.shape)))
-    off = t.add_ints(np.concatenate(([m], flat_pos, win)))
+    off = t.add_ints(layouts.encode_scatter(flat_pos, win))
     return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
 
 
@@ -643,9 +643,8 @@ def scatter_flat(x, v, pos, win, shape):
     if not recording(x, v):
         return plain(y)
     t = current_tape()
-    m = pos.size
     sv_ = slot_in(t, v) if type(v) is Tensor and v._rg else t.const(constant(vflat))
-    off = t.add_ints(np.concatenate(([m], pos, win.astype(np.int64))))
+    off = t.add_ints(layouts.encode_scatter(pos, win.astype(np.int64)))
     return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
 
 

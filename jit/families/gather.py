@@ -2,33 +2,11 @@
 
 Attribute layouts at the row's int offset: gather, the n source indices; scatter, the count m of
 writes, their m positions, then m win flags (1 for the last write to a position: the one NumPy
-keeps).
+keeps; ``layouts.encode_scatter`` / ``decode_scatter``).
 """
 import numpy as np
 
 from ._scope import _ld, _st
-
-
-def encode_gather(idx):
-    """A gather row's ints: its flat source indices."""
-    return np.asarray(idx, np.int64).reshape(-1)
-
-
-def decode_gather(IA, iat, n):
-    """The n source indices of a gather row."""
-    return IA[iat:iat + n]
-
-
-def encode_scatter(pos, win):
-    """A scatter row's ints: the count, the flat positions and their win flags."""
-    pos = np.asarray(pos, np.int64).reshape(-1)
-    return np.concatenate(([pos.size], pos, np.asarray(win, np.int64).reshape(-1)))
-
-
-def decode_scatter(IA, iat):
-    """(positions, win flags) of a scatter row."""
-    m = int(IA[iat])
-    return IA[iat + 1:iat + 1 + m], IA[iat + 1 + m:iat + 1 + 2 * m]
 
 
 def forward_gather(n, iat, pa, py, IA):

@@ -1,20 +1,11 @@
 """where: y = a where a mask holds, else b (the select family).
 
 Attribute layout at the row's int offset: the index-map offsets of a and b (used with flags
-MAP_A / MAP_B, see ``elementwise.broadcast_reads``), then the mask, one int per element.
+MAP_A / MAP_B, see ``elementwise.broadcast_reads``), then the mask, one int per element
+(``layouts.encode_where``).
 """
 from ._scope import _ld, _st
 from .elementwise import broadcast_reads
-
-
-def encode(map_a, map_b, mask):
-    """The row's ints: the two index-map offsets (-1: none) and the flat 0/1 mask."""
-    return [int(map_a), int(map_b)] + [int(bool(m)) for m in mask]
-
-
-def decode(IA, iat, n):
-    """(map_a, map_b, mask) of a row of n elements."""
-    return int(IA[iat]), int(IA[iat + 1]), IA[iat + 2:iat + 2 + n]
 
 
 # every mode reads the flags and the index maps first
