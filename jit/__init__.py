@@ -22,11 +22,11 @@ LOCAL = 8
 SEEDED = 16
 # need bits 32 / 64: the row alone adds to operand a's / b's adjoint (an escape row's, whose rule
 # reads it): the sweep zeroes that block just before adding, while in cache, in place of the
-# escape zeroing it after reading, a pass over memory (set by tape.compiled's plans)
+# escape zeroing it after reading, a pass over memory (set by tape.replay.compiled's plans)
 FRESH_A = 32
 FRESH_B = 64
 # need bit 128, with SEEDED, in the masks of a value-only replay: the seeded run computes its
-# values in scratch and its sum, and no reverse (tape.compiled's value calls)
+# values in scratch and its sum, and no reverse (tape.replay.compiled's value calls)
 VALUES = 128
 # need bits 1 / 2: operand a's / b's adjoint is needed (set by the need pass)
 NEED_A = 1
@@ -54,9 +54,12 @@ SWEEPS = ("reverse_sweep", "forward_sweep")
 # the scipy.special rows' own kernels (escapes of the main sweeps, rendered into
 # ``jit._special_sweep``): compiled the first time a recording uses one of those rows
 SPECIAL = ("special_value", "special_partial")
+# the incomplete gamma and beta functions' kernels (``jit._incomplete``): compiled the first
+# time a recording uses one, and not by ``warmup`` (few users need them)
+INCOMPLETE = ("incgamma", "incbeta")
 
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
-           *SWEEPS, *ENTRY_POINTS, *SPECIAL]
+           *SWEEPS, *ENTRY_POINTS, *SPECIAL, *INCOMPLETE]
 
 
 def __getattr__(name):
@@ -73,6 +76,8 @@ def __getattr__(name):
         from . import _plan as module
     elif name in SPECIAL:
         from . import _special_sweep as module
+    elif name in INCOMPLETE:
+        from . import _incomplete as module
     else:
         raise AttributeError(f"module 'jit' has no attribute {name!r}")
     value = globals()[name] = load(module, name)  # (later lookups skip this function: a

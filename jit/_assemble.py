@@ -159,11 +159,9 @@ def _chain(rows, case):
     return out
 
 
-def family_kernels(mode: Mode):
-    """(the kernels' source, the sweep's dispatch lines indented for its row loop)."""
-    from .families import family_modules
-
-    modules = family_modules()
+def family_kernels(mode: Mode, modules):
+    """(the kernels' source, the sweep's dispatch lines indented for its row loop); ``modules``
+    maps each family name to its module (``jit.families.family_modules()``)."""
     kernels, calls = [], []
     for fi, fam in enumerate(FAMILIES):
         rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]

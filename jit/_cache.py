@@ -57,7 +57,7 @@ def njit(*args, **kwargs):
 
 # how long a cold compile of each module's entry points takes on a 2-core machine
 COMPILE_TIME = {"jit._interp": "1-2 minutes", "jit._tangent": "15-30 seconds",
-                "jit._special_sweep": "about 10 seconds"}
+                "jit._special_sweep": "about 10 seconds", "jit._incomplete": "a few seconds"}
 _announced = set()  # modules whose compile this process has announced
 _lock = threading.Lock()
 

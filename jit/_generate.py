@@ -48,7 +48,8 @@ import sys
 from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES, _raw
 from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
                         rendered_part, uses)
-from .families import layout_decoders
+from ._generate_forward import render_forward
+from .families import family_modules, layout_decoders
 from .families.elementwise import arithmetic_codes, scalar_branches
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
 
@@ -187,10 +188,8 @@ REVERSE = Mode("reverse", "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA,
 
 
 def render() -> str:
-    from ._generate_forward import render_forward  # it imports helpers from here
-
     text = prelude(HEADER) + "\n# vectorizable math (jit/_vmath.py)\n" + vmath_source()
-    kernels, calls = family_kernels(REVERSE)
+    kernels, calls = family_kernels(REVERSE, family_modules())
     constants = [("CLEAR", CLEAR), ("LOCAL", LOCAL), ("SEEDED", SEEDED), ("FRESH_A", FRESH_A),
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
                         rendered_part)
-from .families import reduce
+from .families import family_modules, reduce
 from .families.elementwise import arithmetic_codes, scalar_branches
 
 def _scalar_body():
@@ -110,7 +110,7 @@ FORWARD = Mode("forward", "code, n, iat, pa, pb, py, IA, W",
 def render_forward() -> str:
     """The forward sweep's helpers, family kernels and row loop, and the eager recorder's entry
     to the elementwise kernels, for ``_generate.render``."""
-    kernels, calls = family_kernels(FORWARD)
+    kernels, calls = family_kernels(FORWARD, family_modules())
     helpers = "\n\n".join(function_source(fn) for fn in reduce.HELPERS)
     return "\n" + helpers + "\n\n" + kernels + "\n" + fill(rendered_part("forward.py"), {
         "scalar_other": _scalar_other(), "scalar_body": _scalar_body(), "array_body": calls})

@@ -40,7 +40,7 @@ from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw
                         rendered_part)
 from ._generate import HEADER as _INTERP_HEADER
 from ._generate import prelude, write_or_check
-from .families import elementwise
+from .families import elementwise, family_modules
 from .families.elementwise import arithmetic_codes, scalar_branches
 
 OUT = os.path.join(os.path.dirname(__file__), "_tangent.py")
@@ -101,7 +101,7 @@ TANGENT = Mode("tangent", "code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py,
 
 def render() -> str:
     text = prelude(HEADER) + "\n"
-    kernels, calls = family_kernels(TANGENT)
+    kernels, calls = family_kernels(TANGENT, family_modules())
     body = fill(rendered_part("tangent.py"), {"scalar_body": _scalar_body(), "array_body": calls})
     helpers = "\n\n".join(function_source(fn) for fn in elementwise.TANGENT_HELPERS)
     return text + "\n" + helpers + "\n\n" + kernels + "\n" + body

@@ -2,7 +2,7 @@
 
 A thread asleep on a lock or an event takes 0.1-0.3 ms to wake on this machine class (its idle
 vCPU halts; the wake is an interrupt through the hypervisor), as long as half of W2's batched
-matmul. So a worker of ``tape._threads``' crew waits for its next piece here, awake, for a short
+matmul. So a worker of ``tape.parallel.threads``' crew waits for its next piece here, awake, for a short
 while after each piece (and sleeps after that), and the caller waits here for the worker to
 finish. The flag is read with an atomic acquire load, so LLVM cannot hoist it out of the loop.
 (A ``pause`` between reads would spare a sibling hyperthread, but Numba's JIT has no inline

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# 2: binary rows may carry a strided broadcast loop nest (flag 16, see tape/_record.py)
+# 2: binary rows may carry a strided broadcast loop nest (flag 16, see tape/core/record.py)
 FORMAT_VERSION = 2
 
 
@@ -180,6 +180,13 @@ TABLE: tuple[Prim, ...] = (
     _s("huber", "_huber(a, b)", "_huber_ddelta(a, b)", "_huber_dr(a, b)"),
     _s("pseudo_huber", "_pseudo_huber(a, b)", "_pseudo_huber_ddelta(a, b)",
        "_pseudo_huber_dr(a, b)"),
+    # regularized incomplete gamma and beta functions (tape/escapes/incomplete.py; kernels in
+    # jit/_incomplete.py, compiled when a recording first uses them): a value row and the row
+    # of its derivatives in the shape parameters, which the value row's rules record
+    Prim("gammainc", "escape"),
+    Prim("gammainc_da", "escape"),
+    Prim("betainc", "escape"),
+    Prim("betainc_dab", "escape"),
 )
 
 OPCODE = {p.name: i for i, p in enumerate(TABLE)}

@@ -7,25 +7,52 @@
 >>> w.grad                                  # d/dw sum(sin(w) w) = cos(w) w + sin(w)
 array([1.38177329, 1.38177329, 1.38177329])
 """
-from . import _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
-from . import _einsum  # noqa: F401  (registers np.einsum)
-from . import _compositions  # noqa: F401  (registers NumPy functions built from others)
-from . import _shapes  # noqa: F401  (registers shape and manipulation compositions)
-from . import _signals  # noqa: F401  (registers signal and sampled-function compositions)
-from . import _statistics  # noqa: F401  (registers statistics compositions)
-from . import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
+from .core import tensor_ops as _tensor_ops  # noqa: F401  (gives Tensor its operators)
+from .escapes import (eigen as _eigen, expm as _expm, incomplete as _incomplete_rows,  # noqa: F401
+                      inverse as _inverse, products as _products, qr as _qr,
+                      special as _special, svd as _svd, triangular as _triangular)  # (each registers its rows in ESCAPES)
+from .numpy_ops import _impl as _numpy_impl  # noqa: F401  (registers NumPy functions and Tensor methods)
+from .numpy_ops import _einsum  # noqa: F401  (registers np.einsum)
+from .numpy_ops import _compositions  # noqa: F401  (registers NumPy functions built from others)
+from .numpy_ops import _shapes  # noqa: F401  (registers shape and manipulation compositions)
+from .numpy_ops import _signals  # noqa: F401  (registers signal and sampled-function compositions)
+from .numpy_ops import _statistics  # noqa: F401  (registers statistics compositions)
+from .numpy_ops import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
 from . import special  # noqa: F401  (registers np.i0; scipy.special maps lazily)
 from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, stats
-from ._state import enable_grad, is_grad_enabled, no_grad
-from ._tensor import Tensor, tensor
-from .backward_state import BackwardState
-from .checkpoint import checkpoint
-from .compiled import CompiledTape, compile, load  # noqa: A004 (tape.compile)
-from .function import Function, FunctionCtx
+from . import scipy  # noqa: F401  (tape.scipy.linalg; SciPy itself is imported when a function runs)
+from .core.state import enable_grad, is_grad_enabled, no_grad
+from .core.tensor import Tensor, install as _install, tensor
+from .replay.backward_state import BackwardState
+from .transforms.checkpoint import checkpoint
+from .replay.compiled import CompiledTape, compile, load  # noqa: A004 (tape.compile)
+from .reverse.function import Function, FunctionCtx
 from .functional import grad, value_and_grad, vjp
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
-from .saved_variable import SavedVariable
+from .transforms.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
+from .core.saved_variable import SavedVariable
+
+
+class _TensorArrayApi:
+    """The array API standard's entry points on Tensor (``install`` makes them Tensor's): here,
+    because tape.array_api loads on first use, after every registration above."""
+
+    def __array_namespace__(self, *, api_version=None):
+        from . import array_api  # loaded on first use (see __getattr__ below)
+
+        if api_version is not None and api_version not in array_api.API_VERSIONS:
+            raise ValueError(f"tape.array_api implements the array API standard "
+                             f"{array_api.__array_api_version__}; api_version={api_version!r} "
+                             f"is not one of {array_api.API_VERSIONS}")
+        return array_api
+
+    def to_device(self, device, /, *, stream=None):
+        from .array_api import to_device
+
+        return to_device(self, device)
+
+
+_install(_TensorArrayApi)
 
 __version__ = "0.1.0"
 
@@ -40,9 +67,8 @@ def __getattr__(name):
     # tape.distributed without `import tape.distributed`: it imports Dask only when a client is
     # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError.
     # tape.array_api likewise (Tensor.__array_namespace__ loads it): its linalg lists the
-    # numpy.linalg functions registered by then, so it loads after every registration;
-    # tape.scipy imports SciPy only when it runs
-    if name in ("distributed", "array_api", "scipy"):
+    # numpy.linalg functions registered by then, so it loads after every registration
+    if name in ("distributed", "array_api"):
         import importlib
 
         return importlib.import_module(f"tape.{name}")

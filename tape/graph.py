@@ -24,7 +24,7 @@ import zlib
 
 import numpy as np
 
-from ._state import state
+from .core.state import state
 
 
 class saved_tensors_hooks:  # noqa: N801  (named after torch.autograd.graph.saved_tensors_hooks)

@@ -8,13 +8,14 @@ import builtins as _builtins
 
 import numpy as _np
 
-from . import _numpy_impl as _impl
+from .numpy_ops import _dispatch, _impl
+from .core.tensor import Tensor as _Tensor, tensor as _tensor
 
-globals().update(_impl.EXPORTS)
-from ._polynomials import namespace as polynomial  # noqa: E402  (tnp.polynomial.polynomial.polyval)
+globals().update(_dispatch.EXPORTS)
+from .numpy_ops._polynomials import namespace as polynomial  # noqa: E402  (tnp.polynomial.polynomial.polyval)
 
 # every table ufunc under its NumPy name (tnp.exp, tnp.maximum, ...)
-for _ufunc in list(_impl.UFUNC_CODE) + sorted(_impl.ZERO_GRAD | _impl.PLAIN, key=str):
+for _ufunc in list(_dispatch.UFUNC_CODE) + sorted(_dispatch.ZERO_GRAD | _dispatch.PLAIN, key=str):
     globals().setdefault(_ufunc.__name__, _ufunc)
 divide = true_divide = _np.true_divide
 negative, absolute, abs = _np.negative, _np.absolute, _np.absolute
@@ -28,24 +29,20 @@ def asarray(a, dtype=None):
     """A tensor stays a tensor; a list or tuple that holds tensors is stacked (recorded, so
     ``tnp.array([x[1], -x[0]])`` keeps its gradient); anything else becomes a float64 constant
     tensor."""
-    from ._tensor import Tensor, tensor
-
     _float_only(dtype, "asarray")
-    if type(a) is Tensor:
+    if type(a) is _Tensor:
         return a
     if isinstance(a, (list, tuple)) and _holds_tensor(a):
         return _impl.stack([asarray(x) for x in a])
-    return tensor(a)
+    return _tensor(a)
 
 
 array = asarray
 
 
 def _holds_tensor(seq):
-    from ._tensor import Tensor
-
     # builtins.any: this module's own `any` is NumPy's (tnp.any)
-    return _builtins.any(type(x) is Tensor or (isinstance(x, (list, tuple)) and _holds_tensor(x))
+    return _builtins.any(type(x) is _Tensor or (isinstance(x, (list, tuple)) and _holds_tensor(x))
                          for x in seq)
 
 
@@ -58,10 +55,8 @@ def _float_only(dtype, name):
 # Buffers: constant tensors whose item assignment records (``out[i] = x[i] ** 2`` keeps the
 # gradient), the drop-in for a preallocated np.zeros / np.empty that a loop fills in.
 def zeros(shape, dtype=None):
-    from ._tensor import tensor
-
     _float_only(dtype, "zeros")
-    return tensor(_np.zeros(shape))
+    return _tensor(_np.zeros(shape))
 
 
 def empty(shape, dtype=None):
@@ -71,10 +66,8 @@ def empty(shape, dtype=None):
 
 
 def ones(shape, dtype=None):
-    from ._tensor import tensor
-
     _float_only(dtype, "ones")
-    return tensor(_np.ones(shape))
+    return _tensor(_np.ones(shape))
 
 
 def full(shape, fill_value, dtype=None):
@@ -89,34 +82,28 @@ def full(shape, fill_value, dtype=None):
 def arange(*args, dtype=None):
     """NumPy's dtypes: integer arguments give a plain integer array (it can index and count),
     float ones a float64 constant tensor."""
-    from ._tensor import tensor
-
     r = _np.arange(*args, dtype=dtype)
-    return r if r.dtype.kind in "biu" else tensor(r.astype(_np.float64))
+    return r if r.dtype.kind in "biu" else _tensor(r.astype(_np.float64))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """A float64 tensor; differentiable in `start` and `stop` when they are tensors."""
-    from ._tensor import Tensor, tensor
-
     _float_only(dtype, "linspace")
-    if isinstance(start, Tensor) or isinstance(stop, Tensor):
+    if isinstance(start, _Tensor) or isinstance(stop, _Tensor):
         return _np.linspace(start, stop, num, endpoint, retstep, axis=axis)
-    return tensor(_np.linspace(start, stop, num, endpoint, retstep, axis=axis)) if not retstep \
-        else tuple(tensor(v) for v in _np.linspace(start, stop, num, endpoint, True, axis=axis))
+    return _tensor(_np.linspace(start, stop, num, endpoint, retstep, axis=axis)) if not retstep \
+        else tuple(_tensor(v) for v in _np.linspace(start, stop, num, endpoint, True, axis=axis))
 
 
 def eye(N, M=None, k=0, dtype=None):
-    from ._tensor import tensor
-
     _float_only(dtype, "eye")
-    return tensor(_np.eye(N, M, k))
+    return _tensor(_np.eye(N, M, k))
 
 
 def identity(n, dtype=None):
     return eye(n, dtype=dtype)
 
 
-from . import linalg  # noqa: E402  (tnp.linalg.norm, det, ...)
+from .numpy_ops import linalg  # noqa: E402  (tnp.linalg.norm, det, ...)
 
 del _ufunc

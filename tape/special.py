@@ -11,6 +11,10 @@ reaches a tensor (SciPy is then imported already, since the caller holds its ufu
 ``polygamma`` is a Python function in SciPy (it calls ``np.asarray`` first), so it is here:
 ``tape.special.polygamma(n, x)``, n a constant integer order.
 
+The regularized incomplete gamma and beta functions (``gammainc``, ``gammaincc``, ``betainc``,
+``betaincc``: ``tape/_incomplete.py``) are an escape group of their own, differentiable in
+their shape parameters too; scipy.special's ufuncs of those names run them on tensors.
+
 >>> import scipy.special as sc
 >>> sc.gammaln(tape.tensor([1.5, 2.5], requires_grad=True)).sum().backward()
 """
@@ -22,11 +26,14 @@ import numpy as np
 
 from jit.table import SCIPY_SPECIAL
 
-from . import _numpy_impl, _record
+from .numpy_ops import _dispatch as _numpy_dispatch
+from .core import record as _record
+from . import _incomplete
+from ._incomplete import betainc, betaincc, gammainc, gammaincc
 from .escapes import record as escape_record
-from ._tensor import Tensor
+from .core.tensor import Tensor
 
-__all__ = ["polygamma", "register_scipy"]
+__all__ = ["polygamma", "register_scipy", "gammainc", "gammaincc", "betainc", "betaincc"]
 
 _REGISTERED = []  # the scipy.special module whose ufuncs are in _record.UFUNC_CODE
 
@@ -42,9 +49,17 @@ def register_scipy(ufunc=None):
             fn = getattr(special, name, None)
             fn = getattr(fn, "__wrapped__", fn)  # SCIPY_ARRAY_API=1 wraps each ufunc
             if isinstance(fn, np.ufunc):
-                _numpy_impl.SPECIAL_UFUNCS[fn] = _row_function(row, fn.nin)
+                _numpy_dispatch.SPECIAL_UFUNCS[fn] = _row_function(row, fn.nin)
+        for name in _incomplete.__all__:  # gammainc, betainc, ...: tape/_incomplete.py
+            fn = getattr(special, name, None)
+            fn = getattr(fn, "__wrapped__", fn)
+            if isinstance(fn, np.ufunc):
+                _numpy_dispatch.SPECIAL_UFUNCS[fn] = getattr(_incomplete, name)
         _REGISTERED[:] = [special]
-    return ufunc is not None and ufunc in _numpy_impl.SPECIAL_UFUNCS
+    return ufunc is not None and ufunc in _numpy_dispatch.SPECIAL_UFUNCS
+
+
+_numpy_dispatch.UFUNC_RESOLVERS.append(register_scipy)
 
 
 def _row_function(row, nin):
@@ -69,7 +84,7 @@ def polygamma(n, x):
     return escape_record("polygamma", _record.constant(n), x)
 
 
-@_numpy_impl.implements(np.i0, name="i0")
+@_numpy_dispatch.implements(np.i0, name="i0")
 def i0(x):
     """np.i0 (NumPy's modified Bessel function I0, not a ufunc): the i0 row."""
-    return escape_record("i0", _numpy_impl.as_tensor(x))
+    return escape_record("i0", _numpy_dispatch.as_tensor(x))

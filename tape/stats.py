@@ -9,11 +9,15 @@ on NumPy arrays too. Parameterizations, keywords and the values outside the supp
 log-density, ``nan`` for invalid parameters) are SciPy's.
 
 Distributions: ``norm``, ``t``, ``gamma``, ``beta``, ``expon``, ``cauchy``, ``lognorm``
-(``logpdf``, ``pdf``; ``logcdf``, ``cdf`` for ``norm``, ``expon``, ``cauchy``, ``lognorm``);
-``poisson``, ``binom``, ``nbinom`` (``logpmf``, ``pmf``); ``multivariate_normal``
-(``logpdf``, ``pdf``). The cumulative functions of t, gamma, beta and the discrete ones are the
-regularized incomplete beta and gamma functions, whose derivatives in their shape parameters
-are not rows of the table yet.
+(``logpdf``, ``pdf``, ``logcdf``, ``cdf``, ``logsf``, ``sf``); ``poisson``, ``binom``,
+``nbinom`` (``logpmf``, ``pmf``, ``logcdf``, ``cdf``, ``logsf``, ``sf``);
+``multivariate_normal`` (``logpdf``, ``pdf``). The cumulative functions of t, gamma, beta and
+the discrete distributions are the regularized incomplete beta and gamma functions
+(``tape/_incomplete.py``), differentiable in x and every continuous parameter (t's df, gamma's
+a, beta's a and b, poisson's mu, binom's p, nbinom's n and p; second derivatives in a shape
+parameter raise an error). The log kinds come from the kernels' logarithms, accurate where the
+probability underflows. Counts (k, binom's n) are integer data: k is floored, as SciPy's
+cumulative functions do, and a tensor that requires grad there is a ``TypeError``.
 """
 from __future__ import annotations
 
@@ -23,8 +27,10 @@ import numpy as np
 
 from jit.table import OPCODE, TABLE
 
-from . import _record
-from ._tensor import Tensor
+from ._incomplete import incomplete_beta, incomplete_gamma
+from .core import record as _record
+from .core.tensor import Tensor
+from .escapes import record
 
 __all__ = ["norm", "t", "gamma", "beta", "expon", "cauchy", "lognorm", "poisson", "binom",
            "nbinom", "multivariate_normal"]
@@ -39,8 +45,6 @@ def _arg(x):
 def _special(name):
     """The scipy.special row `name` (an escape of the main sweeps: tape/escapes/special.py) as
     a function of tensors or arrays."""
-    from .escapes import record
-
     if len(TABLE[OPCODE[name]].d) == 1:
         return lambda x: record(name, _arg(x))
     return lambda a, b: record(name, _arg(a), _arg(b))
@@ -49,9 +53,23 @@ def _special(name):
 gammaln, betaln, xlogy, xlog1py = (_special(n) for n in ("gammaln", "betaln", "xlogy", "xlog1py"))
 ndtr, log_ndtr = _special("ndtr"), _special("log_ndtr")
 
+# the cumulative functions' kinds: which tail, and whether its logarithm
+_KINDS = {"cdf": (False, False), "logcdf": (False, True), "sf": (True, False),
+          "logsf": (True, True)}
+# a kind's value below and above the support
+_BELOW = {"cdf": 0.0, "logcdf": -np.inf, "sf": 1.0, "logsf": 0.0}
+_ABOVE = {"cdf": 1.0, "logcdf": 0.0, "sf": 0.0, "logsf": -np.inf}
+
 
 def _values(x):
-    return np.asarray(x._v if type(x) is Tensor else x)
+    """x for a decision (a mask, a support check): a tensor stays one, so that its comparisons
+    are guards (a compiled replay whose values decide differently records again instead of
+    reusing the old masks); anything else as a NumPy array."""
+    return x if type(x) is Tensor else np.asarray(x)
+
+
+def _shape(x):
+    return np.shape(x._v if type(x) is Tensor else x)
 
 
 def _where(cond, a, b):
@@ -76,12 +94,48 @@ def _finish(value, ok, outside, out_value=-np.inf):
     return value
 
 
+def _cumulative(kind, value, ok, below=False, above=False):
+    """A cdf / logcdf / sf / logsf: `value` on the support, SciPy's values below and above it
+    (0 / -inf / 1 / 0 and 1 / 0 / 0 / -inf), nan where the parameters are invalid."""
+    below, above = np.asarray(below), np.asarray(above)
+    if above.any():
+        value = _where(above, _ABOVE[kind], value)
+    return _finish(value, ok, below, _BELOW[kind])
+
+
+def _safe(x, bad, fill):
+    """x with `fill` where `bad` (a point off the support, whose value is replaced: a finite
+    stand-in keeps NaN out of the gradient of the others)."""
+    bad = np.asarray(bad)
+    return _where(bad, fill, x) if bad.any() else x
+
+
+def _integer_data(name, k):
+    """k (a count, or binom's n) as plain data: it has no derivative."""
+    if type(k) is Tensor:
+        if k.requires_grad:
+            raise TypeError(f"tape.stats: {name} is integer data and has no derivative; pass "
+                            f"it as a constant ({name}.detach())")
+        k = k._v
+    return np.asarray(k, dtype=np.float64)
+
+
+def _tail_pair(kind, lower, upper):
+    """The kind from the function `lower` (the cdf side) or `upper` (the sf side), each
+    called with log=True/False."""
+    up, log = _KINDS[kind]
+    return (upper if up else lower)(log)
+
+
 class _Continuous:
     def pdf(self, x, *args, **kwargs):
         return np.exp(self.logpdf(x, *args, **kwargs))
 
     def cdf(self, x, *args, **kwargs):
         return np.exp(self.logcdf(x, *args, **kwargs))
+
+    def sf(self, x, *args, **kwargs):
+        return np.exp(self.logsf(x, *args, **kwargs))
 
 
 class _Norm(_Continuous):
@@ -97,6 +151,14 @@ class _Norm(_Continuous):
         z, ok = _standardize(x, loc, scale)
         return _finish(ndtr(z), ok, False)
 
+    def logsf(self, x, loc=0.0, scale=1.0):
+        z, ok = _standardize(x, loc, scale)
+        return _finish(log_ndtr(-z), ok, False)
+
+    def sf(self, x, loc=0.0, scale=1.0):
+        z, ok = _standardize(x, loc, scale)
+        return _finish(ndtr(-z), ok, False)
+
 
 class _T(_Continuous):
     def logpdf(self, x, df, loc=0.0, scale=1.0):
@@ -106,6 +168,50 @@ class _T(_Continuous):
         value = (gammaln(half) - gammaln(0.5 * df) - 0.5 * np.log(df * math.pi)
                  - half * np.log1p(z * z / df) - np.log(scale))
         return _finish(value, ok, False)
+
+    def _cumulative(self, kind, x, df, loc, scale):
+        """The cdf's tail below -|z|: I_v(df/2, 1/2) / 2 with v = df / (df + z^2), or
+        1 - I_w(1/2, df/2) / 2 with w = z^2 / (df + z^2) where v > 1/2 (each argument
+        computed directly, never as 1 - the other); df = inf is the normal distribution."""
+
+        z, ok = _standardize(x, loc, scale)
+        dfv, zv = _values(df), _values(z)
+        ok = ok & (dfv > 0.0)
+        normal = dfv == np.inf
+        inf = (zv == np.inf) | (zv == -np.inf)
+        zs = _safe(z, inf, 0.0)
+        dfs = _safe(df, normal | ~ok, 1.0)
+        log = _KINDS[kind][1]
+        z2 = zs * zs
+        v, w = dfs / (dfs + z2), z2 / (dfs + z2)
+        near = _values(v) > 0.5
+        a, b = 0.5 * dfs, 0.5
+        by_v = incomplete_beta(a, b, _safe(v, near, 0.5), log=log)
+        by_w = incomplete_beta(b, a, _safe(w, ~near, 0.5), upper=True, log=log)
+        tail = _where(near, by_w, by_v)  # (its log with log: add log(1/2))
+        if log:
+            small = tail - math.log(2.0)
+            big = np.log1p(-0.5 * np.exp(tail))
+        else:
+            small = 0.5 * tail
+            big = 1.0 - small
+        left = (zv < 0.0) != _KINDS[kind][0]  # the kind's value is the small tail
+        value = _where(left, small, big)
+        if normal.any():
+            value = _where(normal, getattr(norm, kind)(zs), value)
+        return _cumulative(kind, value, ok, inf & (zv < 0.0), inf & (zv > 0.0))
+
+    def cdf(self, x, df, loc=0.0, scale=1.0):
+        return self._cumulative("cdf", x, df, loc, scale)
+
+    def logcdf(self, x, df, loc=0.0, scale=1.0):
+        return self._cumulative("logcdf", x, df, loc, scale)
+
+    def sf(self, x, df, loc=0.0, scale=1.0):
+        return self._cumulative("sf", x, df, loc, scale)
+
+    def logsf(self, x, df, loc=0.0, scale=1.0):
+        return self._cumulative("logsf", x, df, loc, scale)
 
 
 class _Gamma(_Continuous):
@@ -118,6 +224,28 @@ class _Gamma(_Continuous):
         value = xlogy(a - 1.0, zs) - zs - gammaln(a) - np.log(scale)
         return _finish(value, ok, outside)
 
+    def _cumulative(self, kind, x, a, loc, scale):
+        """P(a, z) and Q(a, z) (their logs for logcdf, logsf)."""
+
+        z, ok = _standardize(x, loc, scale)
+        ok = ok & (_values(a) > 0.0)
+        below = _values(z) <= 0.0
+        zs, as_ = _safe(z, below, 1.0), _safe(a, ~ok, 1.0)
+        value = incomplete_gamma(as_, zs, *_KINDS[kind])
+        return _cumulative(kind, value, ok, below)
+
+    def cdf(self, x, a, loc=0.0, scale=1.0):
+        return self._cumulative("cdf", x, a, loc, scale)
+
+    def logcdf(self, x, a, loc=0.0, scale=1.0):
+        return self._cumulative("logcdf", x, a, loc, scale)
+
+    def sf(self, x, a, loc=0.0, scale=1.0):
+        return self._cumulative("sf", x, a, loc, scale)
+
+    def logsf(self, x, a, loc=0.0, scale=1.0):
+        return self._cumulative("logsf", x, a, loc, scale)
+
 
 class _Beta(_Continuous):
     def logpdf(self, x, a, b, loc=0.0, scale=1.0):
@@ -128,6 +256,29 @@ class _Beta(_Continuous):
         zs = _where(outside, 0.5, z) if outside.any() else z
         value = xlog1py(b - 1.0, -zs) + xlogy(a - 1.0, zs) - betaln(a, b) - np.log(scale)
         return _finish(value, ok, outside)
+
+    def _cumulative(self, kind, x, a, b, loc, scale):
+        """I_z(a, b) and 1 - I (their logs for logcdf, logsf)."""
+
+        z, ok = _standardize(x, loc, scale)
+        ok = ok & (_values(a) > 0.0) & (_values(b) > 0.0)
+        zv = _values(z)
+        below, above = zv <= 0.0, zv >= 1.0
+        zs = _safe(z, below | above, 0.5)
+        value = incomplete_beta(_safe(a, ~ok, 1.0), _safe(b, ~ok, 1.0), zs, *_KINDS[kind])
+        return _cumulative(kind, value, ok, below, above)
+
+    def cdf(self, x, a, b, loc=0.0, scale=1.0):
+        return self._cumulative("cdf", x, a, b, loc, scale)
+
+    def logcdf(self, x, a, b, loc=0.0, scale=1.0):
+        return self._cumulative("logcdf", x, a, b, loc, scale)
+
+    def sf(self, x, a, b, loc=0.0, scale=1.0):
+        return self._cumulative("sf", x, a, b, loc, scale)
+
+    def logsf(self, x, a, b, loc=0.0, scale=1.0):
+        return self._cumulative("logsf", x, a, b, loc, scale)
 
 
 class _Expon(_Continuous):
@@ -140,13 +291,27 @@ class _Expon(_Continuous):
         z, ok = _standardize(x, loc, scale)
         outside = _values(z) <= 0.0
         zs = _where(outside, 1.0, z) if outside.any() else z
-        return _finish(np.log(-np.expm1(-zs)), ok, outside)
+        # log(1 - e^-z): log1p where e^-z is small (1 - e^-z rounds to 1 there)
+        far = _values(zs) > math.log(2.0)
+        value = _where(far, np.log1p(-np.exp(-_safe(zs, ~far, 1.0))),
+                       np.log(-np.expm1(-_safe(zs, far, 0.5))))
+        return _finish(value, ok, outside)
 
     def cdf(self, x, loc=0.0, scale=1.0):
         z, ok = _standardize(x, loc, scale)
         outside = _values(z) <= 0.0
         zs = _where(outside, 1.0, z) if outside.any() else z
         return _finish(-np.expm1(-zs), ok, outside, 0.0)
+
+    def logsf(self, x, loc=0.0, scale=1.0):
+        z, ok = _standardize(x, loc, scale)
+        outside = _values(z) <= 0.0
+        return _finish(-_safe(z, outside, 1.0), ok, outside, 0.0)
+
+    def sf(self, x, loc=0.0, scale=1.0):
+        z, ok = _standardize(x, loc, scale)
+        outside = _values(z) <= 0.0
+        return _finish(np.exp(-_safe(z, outside, 1.0)), ok, outside, 1.0)
 
 
 class _Cauchy(_Continuous):
@@ -155,11 +320,18 @@ class _Cauchy(_Continuous):
         return _finish(-np.log(math.pi * scale * (1.0 + z * z)), ok, False)
 
     def cdf(self, x, loc=0.0, scale=1.0):
-        z, ok = _standardize(x, loc, scale)
-        return _finish(0.5 + np.arctan(z) / math.pi, ok, False)
+        z, ok = _standardize(x, loc, scale)  # (arctan2: no 1/2 - 1/2 in the lower tail)
+        return _finish(np.arctan2(1.0, -z) / math.pi, ok, False)
 
     def logcdf(self, x, loc=0.0, scale=1.0):
         return np.log(self.cdf(x, loc, scale))
+
+    def sf(self, x, loc=0.0, scale=1.0):
+        z, ok = _standardize(x, loc, scale)
+        return _finish(np.arctan2(1.0, z) / math.pi, ok, False)
+
+    def logsf(self, x, loc=0.0, scale=1.0):
+        return np.log(self.sf(x, loc, scale))
 
 
 class _Lognorm(_Continuous):
@@ -183,10 +355,37 @@ class _Lognorm(_Continuous):
         lz, ok, outside = self._parts(x, s, loc, scale)
         return _finish(ndtr(lz / s), ok, outside, 0.0)
 
+    def logsf(self, x, s, loc=0.0, scale=1.0):
+        lz, ok, outside = self._parts(x, s, loc, scale)
+        return _finish(log_ndtr(-lz / s), ok, outside, 0.0)
+
+    def sf(self, x, s, loc=0.0, scale=1.0):
+        lz, ok, outside = self._parts(x, s, loc, scale)
+        return _finish(ndtr(-lz / s), ok, outside, 1.0)
+
 
 class _Discrete:
     def pmf(self, k, *args, **kwargs):
         return np.exp(self.logpmf(k, *args, **kwargs))
+
+    def cdf(self, k, *args, **kwargs):
+        return self._cumulative("cdf", k, *args, **kwargs)
+
+    def logcdf(self, k, *args, **kwargs):
+        return self._cumulative("logcdf", k, *args, **kwargs)
+
+    def sf(self, k, *args, **kwargs):
+        return self._cumulative("sf", k, *args, **kwargs)
+
+    def logsf(self, k, *args, **kwargs):
+        return self._cumulative("logsf", k, *args, **kwargs)
+
+    @staticmethod
+    def _count(k, loc):
+        """floor(k - loc) (SciPy's cumulative functions floor k) as data, and where it is
+        below the support (negative)."""
+        kk = np.floor(_integer_data("k", k) - _integer_data("loc", loc))
+        return kk, kk < 0.0
 
     @staticmethod
     def _support(k, loc):
@@ -203,6 +402,16 @@ class _Poisson(_Discrete):
         ok = _values(mu) >= 0.0
         return _finish(xlogy(kk, mu) - gammaln(kk + 1.0) - mu, ok, outside)
 
+    def _cumulative(self, kind, k, mu, loc=0):
+        """P(X <= k) = Q(k + 1, mu), P(X > k) = P(k + 1, mu)."""
+
+        kk, below = self._count(k, loc)
+        ok = _values(mu) >= 0.0
+        up, log = _KINDS[kind]
+        value = incomplete_gamma(np.where(below, 1.0, kk + 1.0), _safe(mu, ~ok, 1.0),
+                                 not up, log)
+        return _cumulative(kind, value, ok, below)
+
 
 class _Binom(_Discrete):
     def logpmf(self, k, n, p, loc=0):
@@ -215,6 +424,19 @@ class _Binom(_Discrete):
                  + xlogy(kk, p) + xlog1py(nk, -p))
         return _finish(value, ok, outside)
 
+    def _cumulative(self, kind, k, n, p, loc=0):
+        """P(X <= k) = 1 - I_p(k + 1, n - k), P(X > k) = I_p(k + 1, n - k) (k < n)."""
+
+        kk, below = self._count(k, loc)
+        nv, pv = _integer_data("n", n), _values(p)
+        ok = (pv >= 0.0) & (pv <= 1.0) & (nv >= 0.0) & (nv == np.floor(nv))
+        above = kk >= nv
+        inside = ~(below | above)
+        up, log = _KINDS[kind]
+        value = incomplete_beta(np.where(inside, kk + 1.0, 1.0),
+                                np.where(inside, nv - kk, 1.0), _safe(p, ~ok, 0.5), not up, log)
+        return _cumulative(kind, value, ok, below, above)
+
 
 class _NBinom(_Discrete):
     def logpmf(self, k, n, p, loc=0):
@@ -225,19 +447,29 @@ class _NBinom(_Discrete):
                  + xlog1py(kk, -p))
         return _finish(value, ok, outside)
 
+    def _cumulative(self, kind, k, n, p, loc=0):
+        """P(X <= k) = I_p(n, k + 1), P(X > k) = 1 - I_p(n, k + 1)."""
+
+        kk, below = self._count(k, loc)
+        pv = _values(p)
+        ok = (pv > 0.0) & (pv <= 1.0) & (_values(n) > 0.0)
+        value = incomplete_beta(_safe(n, ~ok, 1.0), np.where(below, 1.0, kk + 1.0),
+                                _safe(p, ~ok, 0.5), *_KINDS[kind])
+        return _cumulative(kind, value, ok, below)
+
 
 class _MultivariateNormal:
     def logpdf(self, x, mean=None, cov=1.0):
         """x: (..., d) points (or a (d,) one); mean (d,), cov (d, d) or a scalar times I."""
-        d = np.shape(_values(x))[-1] if np.ndim(_values(x)) else 1
+        d = _shape(x)[-1] if len(_shape(x)) else 1
         dev = x if mean is None else x - mean
-        if np.ndim(_values(cov)) < 2:
+        if len(_shape(cov)) < 2:
             cov = cov * np.eye(d)
         sol = np.linalg.solve(cov, np.swapaxes(np.reshape(dev, (-1, d)), -1, -2))
         maha = np.sum(np.reshape(dev, (-1, d)) * np.swapaxes(sol, -1, -2), axis=-1)
         _, logdet = np.linalg.slogdet(cov)
         out = -0.5 * (d * math.log(2.0 * math.pi) + logdet + maha)
-        shape = np.shape(_values(dev))[:-1]
+        shape = _shape(dev)[:-1]
         return np.reshape(out, shape)
 
     def pdf(self, x, mean=None, cov=1.0):

@@ -13,7 +13,7 @@ import pytest
 from numba import config
 
 from jit.table import OPCODE, OWN_VALUE, SPECIAL_ROWS, TABLE
-from tape._record import own_binary, own_unary
+from tape.core.record import own_binary, own_unary
 
 LD = np.longdouble
 EXTENDED = np.finfo(LD).nmant >= 63  # x86 long double: 11 more bits than float64

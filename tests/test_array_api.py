@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tape
 import tape.array_api as xp
@@ -264,7 +266,7 @@ def test_asarray_keeps_tensors_and_makes_constants():
     assert isinstance(k, tape.Tensor) and not k.requires_grad and k.dtype == xp.float64
     assert isinstance(xp.asarray(3.0), tape.Tensor) and xp.asarray(3.0).shape == ()
     i = xp.asarray([1, 2])
-    assert isinstance(i, np.ndarray) and i.dtype == xp.int64
+    assert isinstance(i, xp.DiscreteArray) and i.dtype == xp.int64
     assert xp.asarray(True).dtype == xp.bool and xp.asarray(np.float32(1.5)).dtype == xp.float64
 
 
@@ -308,7 +310,7 @@ def test_info_object():
 
 
 def test_linalg_lists_only_what_tapejit_records():
-    from tape._numpy_impl import FUNCS
+    from tape.numpy_ops._dispatch import FUNCS
 
     for name in xp.linalg.__all__:
         assert getattr(np.linalg, name) in FUNCS
@@ -403,11 +405,165 @@ def test_compile_forward_and_hessian_through_the_namespace():
 def test_integer_results_carry_no_gradient_and_say_so():
     x = tape.tensor([0.4, 2.6, -1.2], requires_grad=True)
     i = xp.astype(x, xp.int64)
-    assert isinstance(i, np.ndarray) and i.tolist() == [0, 2, -1]
+    assert isinstance(i, xp.DiscreteArray) and i.tolist() == [0, 2, -1]
     assert xp.astype(x, xp.bool).tolist() == [True, True, True]
-    assert isinstance(xp.argmax(x), np.ndarray) and xp.argmax(x).shape == ()
+    assert isinstance(xp.argmax(x), xp.DiscreteArray) and xp.argmax(x).shape == ()
     with pytest.raises(TypeError, match="gradient"):
         np.asarray(x)  # the namespace never turns a tensor with a gradient into plain values
+
+
+# ---------------------------------------------------------------------------------------------
+# Boolean and integer arrays: DiscreteArray, and comparisons in array-API code
+
+
+def _compare_from(module_name, code, **names):
+    """Run `code` (an expression) as if it were written in module `module_name`."""
+    return eval(compile(code, f"<{module_name}>", "eval"), {"__name__": module_name, **names})
+
+
+def test_comparisons_in_user_code_stay_numpy_bools():
+    x = tape.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    xp.asarray(x)  # the namespace is loaded: comparisons must not change for ordinary code
+    for m in (x < 1.0, x <= 1.0, x > 1.0, x >= 1.0, x == 1.5, x != 1.5, 1.0 < x):
+        assert type(m) is np.ndarray and m.dtype == bool
+    assert type(x[0] > 0) is np.bool_
+    assert _compare_from("mypackage.stats", "x > 1.0", x=x).__class__ is np.ndarray
+
+
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">=", "==", "!="])
+def test_comparisons_in_array_api_packages_report_the_namespace(op):
+    x = tape.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    for module in ("scipy.stats._stats_py", "scipy._lib.array_api_extra._lib._funcs",
+                   "array_api_extra._lib._funcs"):
+        m = _compare_from(module, f"x {op} 1.5", x=x)
+        assert type(m) is xp.DiscreteArray and m.dtype == xp.bool
+        assert m.__array_namespace__() is xp
+        np.testing.assert_array_equal(np.asarray(m), eval(f"x.numpy() {op} 1.5"))
+    m0 = _compare_from("scipy.stats", f"x[1] {op} 1.5", x=x)  # 0-d: an array, not np.bool_
+    assert type(m0) is xp.DiscreteArray and m0.shape == () and bool(m0) == eval(f"1.5 {op} 1.5")
+
+
+def test_a_package_can_declare_itself_array_api_code():
+    x = tape.tensor([0.5, 1.5])
+    assert type(_compare_from("mypkg.core", "x > 1.0", x=x)) is np.ndarray
+    assert "scipy" in xp.array_api_packages() and "mypkg" not in xp.array_api_packages()
+    xp.declare_array_api_package("mypkg")
+    try:
+        assert type(_compare_from("mypkg.core", "x > 1.0", x=x)) is xp.DiscreteArray
+        assert type(_compare_from("mypkgs", "x > 1.0", x=x)) is np.ndarray
+    finally:
+        from tape.array_api import _discrete
+
+        _discrete._PACKAGES.discard("mypkg")
+        _discrete._VERDICTS.clear()
+
+
+def test_namespace_bool_and_integer_results_report_the_namespace():
+    x = tape.tensor([0.5, -1.5, 2.5, np.nan])
+    results = [xp.less(x, 1.0), xp.isnan(x), xp.isfinite(x), xp.signbit(x), xp.argmax(x),
+               xp.zeros((2,), dtype=xp.bool), xp.full((2,), 3), xp.arange(3),
+               xp.asarray([True, False]), xp.astype(x[:3], xp.int64), xp.all(xp.isnan(x)),
+               xp.nonzero(xp.isnan(x))[0], xp.sum(xp.isnan(x)), xp.count_nonzero(x),
+               xp.logical_not(xp.isnan(x)), xp.searchsorted(xp.asarray([0.0, 1.0]), x)]
+    for r in results:
+        assert type(r) is xp.DiscreteArray, r
+        assert r.__array_namespace__() is xp and r.dtype.kind in "biu" and r.device == "cpu"
+
+
+def test_discrete_arrays_work_where_numpy_arrays_do():
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    m = xp.greater(xp.asarray(a), 2.0)
+    assert a[m].tolist() == [3.0, 4.0] and np.where(m, a, 0.0).tolist() == [0, 0, 3, 4]
+    assert (~m).tolist() == [True, True, False, False]
+    for r in (m & np.array([1, 0, 1, 0], bool), np.array([1, 0, 1, 0], bool) | m, m ^ m, m == m):
+        assert type(r) is xp.DiscreteArray
+    assert (m & np.array([1, 0, 1, 0], bool)).tolist() == [False, False, True, False]
+    assert bool(xp.any(m)) and not bool(xp.all(m)) and int(xp.sum(m)) == 2
+    assert m[2:].tolist() == [True, True] and type(m[0]) is xp.DiscreteArray and len(m) == 4
+    assert xp.astype(m, xp.float64).numpy().tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert np.asarray(m).dtype == bool and np.array(m, dtype=float).tolist() == [0, 0, 1, 1]
+    assert repr(m).startswith("DiscreteArray([") and str(m) == str(np.asarray(m))
+    i = xp.arange(4)
+    assert (i * 2).tolist() == [0, 2, 4, 6] and type(i + 1) is xp.DiscreteArray
+    assert type(i * 0.5) is tape.Tensor and (i * 0.5).numpy().tolist() == [0, 0.5, 1, 1.5]
+    m[0] = True  # item assignment on the data
+    assert m.tolist() == [True, False, True, True]
+    with pytest.raises(TypeError, match="gradient"):
+        m[1] = tape.tensor(1.0, requires_grad=True)
+    m[1] = tape.tensor(1.0)  # a constant: its value
+    assert m.tolist() == [True, True, True, True]
+    assert np.asarray(m, copy=False) is m.numpy()
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(m, dtype=np.float64, copy=False)
+    assert np.from_dlpack(i).tolist() == [0, 1, 2, 3]  # data leaves by DLPack too
+    # ndarray's other methods, for NumPy-style code given a mask
+    assert m.nonzero()[0].tolist() == [0, 1, 2, 3] and type(m.ravel()) is xp.DiscreteArray
+    assert i.argmax().item() == 3 and type(i.cumsum()) is xp.DiscreteArray
+    assert isinstance(i.mean(), tape.Tensor) and i.mean().item() == 1.5
+    with pytest.raises(AttributeError):
+        m.no_such_method
+    with pytest.raises(TypeError):
+        hash(m)
+
+
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=6), st.sampled_from(
+    ["<", "<=", ">", ">=", "==", "!="]), st.floats(-3, 3))
+@settings(max_examples=40, deadline=None)
+def test_masks_from_array_api_code_behave_as_numpys(values, op, limit):
+    a = np.array(values)
+    x = tape.tensor(a, requires_grad=True)
+    m = _compare_from("scipy.stats._fake", f"x {op} limit", x=x, limit=limit)
+    want = eval(f"a {op} limit")
+    assert type(m) is xp.DiscreteArray
+    other = a > 0
+    for got, ref in ((~m, ~want), (m & other, want & other), (other | m, other | want),
+                     (m ^ other, want ^ other), (xp.sum(m), np.sum(want)),
+                     (xp.any(m), np.any(want)), (xp.all(m), np.all(want)),
+                     (xp.count_nonzero(m), np.count_nonzero(want)),
+                     (xp.nonzero(m)[0], np.nonzero(want)[0]), (m[::-1], want[::-1])):
+        assert type(got) is xp.DiscreteArray and got.dtype == ref.dtype
+        np.testing.assert_array_equal(np.asarray(got), ref)
+    y = xp.sum(xp.where(m, x * x, x)) + xp.sum(x[m])
+    y.backward()
+    np.testing.assert_allclose(x.grad, np.where(want, 2 * a, 1.0) + want, rtol=1e-15)
+
+
+def test_a_mask_is_data_and_never_differentiated():
+    a = np.array([0.3, 1.7, -0.4, 2.2])
+    x = tape.tensor(a, requires_grad=True)
+    m = xp.greater(x, 1.0)
+    f = xp.astype(m, xp.float64)
+    assert isinstance(f, tape.Tensor) and not f.requires_grad  # a constant: no gradient path
+    y = xp.sum(x * m) + xp.sum(xp.where(m, x ** 2, 0.0)) + xp.sum(x[m] * 3.0)
+    y.backward()
+    want = (a > 1.0) * (1.0 + 2 * a + 3.0)
+    np.testing.assert_allclose(x.grad, want, rtol=1e-15)
+    assert not isinstance(m, tape.Tensor)  # a mask never carries a gradient
+
+
+def test_masks_under_compile_are_guarded():
+    # the mask is recomputed by a replay: new values that move it re-record, never reuse
+    def f(x):
+        m = xp.greater(x, 1.0)
+        return xp.sum(xp.where(m, x ** 2, -x))
+
+    x0 = np.array([0.5, 1.5, 2.0])
+    cf = tape.compile(f, x0)
+    for x in (x0 + 0.1, np.array([1.5, 0.5, 0.2]), np.array([3.0, 2.0, 1.5])):
+        v, g = cf.value_and_grad(x)
+        np.testing.assert_allclose(v, np.sum(np.where(x > 1, x ** 2, -x)), rtol=1e-15)
+        np.testing.assert_allclose(g, np.where(x > 1, 2 * x, -1.0), rtol=1e-15)
+
+
+def test_scipy_vendored_namespace_rule_accepts_a_mask_next_to_tensors():
+    # the rule SciPy's array-API code applies to each call's arguments (its vendored
+    # array-api-compat): a DiscreteArray next to a tensor is one namespace, a NumPy one is not
+    helpers = pytest.importorskip("scipy._lib.array_api_compat.common._helpers")
+    x = tape.tensor([0.5, 1.5])
+    m = _compare_from("scipy.stats._stats_py", "x != 0", x=x)
+    assert helpers.array_namespace(m, x, xp.arange(2)) is xp
+    with pytest.raises(TypeError, match="Multiple namespaces"):
+        helpers.array_namespace(x > 0, x)
 
 
 # ---------------------------------------------------------------------------------------------

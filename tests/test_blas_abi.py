@@ -1,4 +1,4 @@
-"""The native BLAS path (tape/_gemm.py) calls cblas_dgemm by address only in the library NumPy
+"""The native BLAS path (tape/parallel/gemm.py) calls cblas_dgemm by address only in the library NumPy
 mapped, once ctypes calls have shown its interface is the ILP64 one jit._spin calls; a wrong
 library, a 32-bit-integer build, several candidates or none: no native call, NumPy's matmul
 gives the same values."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _gemm, _threads
+from tape.parallel import gemm as _gemm, threads as _threads
 
 
 def _mapped(prefix):

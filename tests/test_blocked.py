@@ -19,7 +19,7 @@ import tape
 import tape.numpy as tnp
 from jit import _interp
 from jit.table import OPCODE
-from tape._backward import arena
+from tape.reverse.backward import arena
 
 BLOCK = _interp.BLOCK
 SIZES = st.sampled_from([2 * BLOCK, 2 * BLOCK + 1, 3 * BLOCK - 7, 5 * BLOCK + 3])

@@ -634,18 +634,18 @@ def test_a_long_recording_stays_on_one_tape(monkeypatch):
     """Past MAX_ROWS rows an eager run rolls over to a new tape; a compiled recording does not
     (its replay sweeps one tape), so loops of any length compile. MAX_ROWS is lowered to 500
     here (W1's 14,000 rows would otherwise need 75x the steps)."""
-    import tape._record
-    import tape._tape
-    import tape._tensor
-    import tape.function
+    import tape.core.record
+    import tape.core.tape
+    import tape.core.tensor_ops
+    import tape.reverse.function
 
-    for module in (tape._record, tape._tape, tape._tensor, tape.function):
+    for module in (tape.core.record, tape.core.tape, tape.core.tensor_ops, tape.reverse.function):
         monkeypatch.setattr(module, "MAX_ROWS", 500)
     w = WORKLOADS["lorenz"]
     args = w.inputs()
     x = tape.tensor(args[0], requires_grad=True)
     eager_loss = w.loss(x)
-    assert len(list(tape._tape.linked_tapes([eager_loss._tape]))) > 20  # eager rolled over
+    assert len(list(tape.core.tape.linked_tapes([eager_loss._tape]))) > 20  # eager rolled over
     cf = tape.compile(w.loss, *args)
     v = _variant(cf)
     assert len(v.A.sv) > 14000 and not v.t.links

@@ -1,4 +1,4 @@
-"""Summed operands (``tape._backward.summed_operands``): when a BLAS product's left factor is
+"""Summed operands (``tape.reverse.backward.summed_operands``): when a BLAS product's left factor is
 ``x ± u`` with u broadcast along the factor's rows, and only u's adjoint is needed, the reverse
 sums the product's adjoint over the rows before multiplying (``vjp_a_rows``) and never forms the
 factor's adjoint. The eager backward and compiled plans both do it, so their gradients agree bit
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tape
-import tape._record as record
+import tape.core.record as record
 
 
 @pytest.fixture(autouse=True)

@@ -6,14 +6,16 @@ import numpy as np
 import pytest
 
 import tape
-import tape.compiled as compiled
-from tape import _threads
+import tape.replay.plan as plan
+from jit.table import OPCODE
+from tape.reverse.backward import reverse_cuts, segment_bounds
+from tape.parallel import threads as _threads
 
 
 @pytest.fixture
 def small_runs(monkeypatch):
     """Split runs from a few thousand elements, so that the tests stay small."""
-    monkeypatch.setattr(compiled, "THREAD_SIZE", 2048)
+    monkeypatch.setattr(plan, "THREAD_SIZE", 2048)
 
 
 def w3(x):
@@ -220,7 +222,7 @@ def gmm_like(mu, L, x):
 def test_batched_matmul_pieces_same_bits(monkeypatch, threads, k):
     """A batched matmul (forward and its reverse rule) is split along its batch axis, each batch
     element one BLAS call in whichever piece: the bits of one thread, call after call."""
-    from tape import _backward
+    from tape.reverse import backward as _backward
 
     monkeypatch.setattr(_backward, "THREAD_FLOPS", 1000)
     rng = np.random.default_rng(k)
@@ -239,7 +241,7 @@ def test_batched_matmul_pieces_same_bits(monkeypatch, threads, k):
 
 def test_which_matmuls_split():
     from jit.table import OPCODE, TABLE
-    from tape._backward import THREAD_FLOPS, batch_pieces
+    from tape.reverse.backward import THREAD_FLOPS, batch_pieces
 
     mm = TABLE[OPCODE["matmul_blas"]]
     big = int(THREAD_FLOPS ** (1 / 3)) + 2
@@ -287,10 +289,10 @@ def test_runs_closed_over_lines_split_same_bits(small_runs, f, k, n, d, threads)
         assert one(*call) == many(*call)
     v = next(reversed(many.variants.values()))
     A = v.A
-    assert any(int(A.code[e - 1]) == tape.compiled.OPCODE["sum"] for _, e in v._runs)
+    assert any(int(A.code[e - 1]) == OPCODE["sum"] for _, e in v._runs)
     p = v._plan(many.nums)
     found = [p.reverse_runs(lo, hi) for lo, hi in
-             compiled.segment_bounds(len(A.sv), *compiled.reverse_cuts(v.t, p.need))]
+             segment_bounds(len(A.sv), *reverse_cuts(v.t, p.need))]
     assert any(found)  # there was a reverse run to split
     value, g = tape.value_and_grad(f, argnums=nums)(*args)
     v2, g2 = many.value_and_grad(*args)

@@ -1,13 +1,13 @@
 """A straight value_and_grad reads large inputs in place and accumulates large gradients straight
-into the arrays it returns (tape.compiled.ZERO_COPY_SIZE): the results must be those of the
+into the arrays it returns (tape.replay.plan.ZERO_COPY_SIZE): the results must be those of the
 copying path, whatever the caller does with its arrays between calls."""
 import numpy as np
 import pytest
 
 import tape
-import tape.compiled as compiled
+import tape.replay.plan as plan
 
-N = compiled.ZERO_COPY_SIZE + 3
+N = plan.ZERO_COPY_SIZE + 3
 
 
 def loss(x, w):
@@ -15,7 +15,7 @@ def loss(x, w):
 
 
 def _copying(monkeypatch):
-    monkeypatch.setattr(compiled, "ZERO_COPY_SIZE", 1 << 62)
+    monkeypatch.setattr(plan, "ZERO_COPY_SIZE", 1 << 62)
 
 
 @pytest.fixture

@@ -75,7 +75,7 @@ def _smoke(fn):
 def test_a_differentiable_function_is_not_refused(qualname):
     """One call on a tensor: it may want more arguments, but never says it is unsupported."""
     fn = _obj(qualname)
-    ours = tape._numpy_impl.FUNCS.get(fn)
+    ours = tape.numpy_ops._dispatch.FUNCS.get(fn)
     if getattr(ours, "via", None):
         # NumPy's converts its arguments first and its refusal names ours (whose values and
         # gradients tests/test_polynomials.py checks)

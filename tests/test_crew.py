@@ -1,4 +1,4 @@
-"""The crew that runs the pieces of one compiled call on several threads (tape/_threads.py): every
+"""The crew that runs the pieces of one compiled call on several threads (tape/parallel/threads.py): every
 piece runs once, errors reach the caller after every piece has finished, and no hand-over is
 lost whether the workers are awake (spinning) or asleep."""
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jit._spin import spin_wait
-from tape import _threads
+from tape.parallel import threads as _threads
 
 
 def _record(log):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape._backward import BACKWARD_TWICE
+from tape.reverse.backward import BACKWARD_TWICE
 
 X0 = np.array([0.5, -1.0, 2.0])
 

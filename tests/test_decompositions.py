@@ -14,7 +14,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.linalg as sl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,12 @@ import tape
 import tape.scipy.linalg as tsl
 from _fd import fd_vjp
 from test_higher_order import check_second
+
+try:
+    import scipy.linalg as sl
+except ModuleNotFoundError:  # the numpy.linalg cases run without SciPy; SciPy's references skip
+    sl = None
+needs_scipy = pytest.mark.skipif(sl is None, reason="compares with scipy.linalg")
 
 SEEDS = st.integers(0, 2 ** 32 - 1)
 SETTINGS = settings(max_examples=15, deadline=None)
@@ -106,6 +111,7 @@ def test_cholesky_of_a_non_positive_definite_matrix_raises():
         np.linalg.cholesky(x)
 
 
+@needs_scipy
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("trans", [0, 1, "T"])
 @pytest.mark.parametrize("unit", [False, True])
@@ -125,6 +131,7 @@ def test_solve_triangular(lower, trans, unit):
     assert np.all(got[0][read == 0] == 0.0)  # the triangle not read gets nothing
 
 
+@needs_scipy
 def test_solve_triangular_batched_and_vector():
     rng = np.random.default_rng(3)
     a, b = tri(rng, 3, (2,)), rng.normal(size=3)
@@ -132,6 +139,7 @@ def test_solve_triangular_batched_and_vector():
                 rng, loss_np=lambda x, y: np.sum(np.sin(sl.solve_triangular(x, y, lower=True))))
 
 
+@needs_scipy
 @pytest.mark.parametrize("lower", [False, True])
 def test_cho_factor_cho_solve(lower):
     rng = np.random.default_rng(4)
@@ -149,6 +157,7 @@ def test_cho_factor_cho_solve(lower):
                                sl.cholesky(a, lower=lower), rtol=1e-14)
 
 
+@needs_scipy
 def test_scipy_functions_called_on_tensors_name_tape_scipy():
     x = tape.tensor(np.eye(3), requires_grad=True)
     with pytest.raises(TypeError, match=r"tape\.scipy\.linalg\.solve_triangular"):
@@ -169,6 +178,7 @@ def gp_nll(theta, x, y):
     return 0.5 * np.sum(z * z) + np.sum(np.log(np.diagonal(L))) + 0.5 * x.size * np.log(2 * np.pi)
 
 
+@needs_scipy
 def test_gaussian_process_hessian():
     rng = np.random.default_rng(5)
     x = np.sort(rng.uniform(0, 5, 12))
@@ -349,6 +359,7 @@ def test_pinv_and_lstsq():
     np.testing.assert_allclose(s.numpy(), ws, rtol=1e-14)
 
 
+@needs_scipy
 @pytest.mark.parametrize("batch", [(), (2,)])
 def test_expm(batch):
     rng = np.random.default_rng(14)
@@ -443,14 +454,14 @@ def test_edge_sizes(n):
     a = np.eye(n) * 2.0
     for f, want in [(lambda x: np.sum(np.linalg.cholesky(x)), np.eye(n) / np.sqrt(8.0)),
                     (lambda x: np.sum(np.linalg.eigvalsh(x)), np.eye(n)),
-                    (lambda x: np.sum(np.linalg.svdvals(x)), np.eye(n)),
-                    (lambda x: np.sum(tsl.expm(x)), np.eye(n) * np.exp(2.0))]:
+                    (lambda x: np.sum(np.linalg.svdvals(x)), np.eye(n))] + (
+                   [] if sl is None else [(lambda x: np.sum(tsl.expm(x)), np.eye(n) * np.exp(2.0))]):
         np.testing.assert_allclose(tape.grad(f)(a), want, rtol=1e-12)
 
 
 def test_singular_triangle_raises():
     x = tape.tensor(np.array([[0.0, 0.0], [1.0, 1.0]]), requires_grad=True)
-    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+    with pytest.raises(np.linalg.LinAlgError, match="(?i)singular"):  # SciPy's or NumPy's
         tsl.solve_triangular(x, np.ones(2), lower=True)
 
 

@@ -28,8 +28,8 @@ from jit import _generate, _generate_forward
 from jit.families import family_modules
 from jit._interp import SIG_SWEEP, TABLE_HASH, forward_sweep, sweep
 from jit.table import OPCODE, OWN_VALUE, TABLE, table_hash
-from tape.functional import _FreshTape
-from tape._record import SCALAR
+from tape.transforms.functional import _FreshTape
+from tape.core.scalar_rules import SCALAR
 
 from test_function import Cube
 from test_table import BINARY_DOMAIN, SPECIALS, UNARY_DOMAIN, _distinct, shape_and_axis

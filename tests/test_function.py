@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tape
-from tape._backward import BACKWARD_TWICE
+from tape.reverse.backward import BACKWARD_TWICE
 
 
 class Cube(tape.Function):

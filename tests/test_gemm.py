@@ -1,4 +1,4 @@
-"""Native BLAS pieces (tape/_gemm.py, jit/_spin.py): the cblas_dgemm calls np.matmul makes,
+"""Native BLAS pieces (tape/parallel/gemm.py, jit/_spin.py): the cblas_dgemm calls np.matmul makes,
 described as integers and made by a crew worker without the GIL, give np.matmul's bits; layouts
 whose calls NumPy chooses otherwise are not described, and a split matmul still gets every
 piece made once."""
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tape
 from jit._spin import gemm_batch
-from tape import _gemm, _threads
+from tape.parallel import gemm as _gemm, threads as _threads
 
 pytestmark = pytest.mark.skipif(not _gemm.dgemm_address(),
                                 reason="NumPy's BLAS is not an ILP64 scipy-openblas")
@@ -149,7 +149,7 @@ def gmm_like(mu, L, x):
 def test_compiled_split_matmul_uses_native_pieces(monkeypatch):
     """W2's shape of work with two threads: the forward product and the reverse rule's a^T g
     hand their second pieces to the crew as native pieces; the bits are one thread's."""
-    from tape import _backward
+    from tape.reverse import backward as _backward
 
     monkeypatch.setattr(_backward, "THREAD_FLOPS", 1000)
     rng = np.random.default_rng(4)
@@ -176,7 +176,7 @@ class _FailedChecks(dict):
 def test_a_layout_that_fails_its_check_stays_a_python_piece(monkeypatch):
     """Where the native calls of a layout did not give np.matmul's bits (another NumPy's
     choices), every piece is made in Python: the same results, no native piece."""
-    from tape import _backward
+    from tape.reverse import backward as _backward
 
     monkeypatch.setattr(_backward, "THREAD_FLOPS", 1000)
     monkeypatch.setattr(_gemm, "_CHECKED", _FailedChecks())

@@ -13,7 +13,7 @@ import pytest
 
 import tape
 from jit.table import OPCODE
-from tape import _persist
+from tape.replay import persist as _persist
 
 HANG = 120  # seconds: a child that has not finished by then is stuck in a kernel
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import tape
-from tape import _backward, _graph_backward, _tape
-from tape._tangents import TapeReader
-from tape._tape import newest_tape_id
+from tape.reverse import backward as _backward, graph_backward as _graph_backward
+from tape.core import tape as _tape
+from tape.forward.tangent_rules import TapeReader
+from tape.core.tape import newest_tape_id
 
 X0 = np.array([0.3, 0.7])
 Y0 = np.array([1.0, -0.5])

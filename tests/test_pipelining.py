@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tape
-import tape._split
+import tape.reverse.split
 from tape import pipelining as pp
-from tape._backward import BACKWARD_TWICE
+from tape.reverse.backward import BACKWARD_TWICE
 
 rng = np.random.default_rng(0)
 
@@ -222,9 +222,9 @@ def test_custom_function_with_weights_and_inputs_mixed():
 
 
 def test_across_tapes(monkeypatch):
-    import tape._tape
+    import tape.core.tape
 
-    monkeypatch.setattr(tape._tape, "MAX_ROWS", 40)  # roll over to a new tape every 40 rows
+    monkeypatch.setattr(tape.core.tape, "MAX_ROWS", 40)  # roll over to a new tape every 40 rows
     x0, w0 = rng.normal(size=3), rng.normal(size=3)
 
     def stage(x, w):

@@ -109,9 +109,9 @@ def test_backward_unpacks_segment_by_segment_within_a_budget(monkeypatch, budget
     once it has passed: with a small budget, few are alive at once; gradients are unchanged."""
     import weakref
 
-    import tape._backward
+    import tape.reverse.backward
 
-    monkeypatch.setattr(tape._backward, "UNPACK_BUDGET", budget)
+    monkeypatch.setattr(tape.reverse.backward, "UNPACK_BUDGET", budget)
     alive, peak = set(), [0]
 
     def unpack(p):

@@ -21,7 +21,7 @@ if not _array_api_override.SCIPY_ARRAY_API:
     pytest.skip("needs SCIPY_ARRAY_API=1 before SciPy is imported (tests/test_array_api.py runs "
                 "this module in a subprocess that sets it)", allow_module_level=True)
 
-from scipy import integrate, optimize, special, stats  # noqa: E402
+from scipy import integrate, optimize, signal, special, stats  # noqa: E402
 
 rng = np.random.default_rng(3)
 
@@ -205,6 +205,256 @@ OTHERS = {
 @pytest.mark.parametrize("name", sorted(OTHERS))
 def test_other_array_api_functions(name):
     _check(OTHERS[name], [x8.copy()], hessian=name in ("stats.skew", "integrate.trapezoid"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep over SciPy 1.17's array-API-capable functions (docs/array_api.md records every
+# outcome): each function found working, on tensors that require grad. Rank statistics are
+# piecewise constant in the data: their gradient is zero, and finite differences agree.
+
+y8 = rng.uniform(0.5, 2.0, 8)
+z8 = rng.uniform(0.5, 2.0, 8)
+p8 = rng.uniform(0.2, 0.8, 8)
+x16 = rng.uniform(0.5, 2.0, 16)
+
+
+def _stack(*parts):
+    return xp.concat([xp.reshape(xp.asarray(q), (-1,)) for q in parts])
+
+
+def _stat(r):
+    """A result object's statistic and p-value as one array."""
+    return _stack(r.statistic, r.pvalue)
+
+
+LIMITS = (0.7, 1.8)
+SWEEP = {
+    # masks (comparisons in SciPy's code, then array-api-extra's apply_where): issue 26
+    "stats.tmean": (lambda x: stats.tmean(x, LIMITS), [x8]),
+    "stats.tmean_one_sided": (lambda x: stats.tmean(x, (None, 1.8), (True, False)), [x8]),
+    "stats.tmin": (lambda x: stats.tmin(x, 0.7), [x8]),
+    "stats.tmax": (lambda x: stats.tmax(x, 1.8), [x8]),
+    "stats.variation": (stats.variation, [x8]),
+    "stats.gstd": (stats.gstd, [x8]),
+    "stats.entropy": (stats.entropy, [p8]),
+    "stats.entropy_relative": (stats.entropy, [p8, y8]),
+    "stats.yeojohnson_llf": (stats.yeojohnson_llf, [np.array(0.5), x8]),
+    "stats.zmap": (stats.zmap, [x8, y8]),
+    "stats.sigmaclip": (lambda x: stats.sigmaclip(x).clipped, [x8]),
+    "stats.skewtest": (lambda x: _stat(stats.skewtest(x)), [x8]),
+    "stats.kurtosistest": (lambda x: _stat(stats.kurtosistest(x)), [x16]),
+    "stats.mode": (lambda x: stats.mode(xp.concat([x, x[:2]])).mode, [x8]),
+    "stats.circstd": (stats.circstd, [x8]),
+    "stats.directional_stats": (lambda v: stats.directional_stats(v).mean_direction,
+                                [np.stack([np.cos(x8), np.sin(x8), y8], axis=1)]),
+    "stats.false_discovery_control": (stats.false_discovery_control, [p8]),
+    "stats.bootstrap": (lambda x: stats.bootstrap((x,), lambda a, axis: xp.mean(a, axis=axis),
+                                                  n_resamples=40, rng=1).standard_error, [x8]),
+    "stats.monte_carlo_test": (lambda x: stats.monte_carlo_test(
+        x, lambda size: np.random.default_rng(1).normal(size=size),
+        lambda a, axis: xp.mean(a, axis=axis), n_resamples=40).statistic, [x8]),
+    "stats.permutation_test": (lambda x, y: stats.permutation_test(
+        (x, y), lambda a, b, axis: xp.mean(a, axis=axis) - xp.mean(b, axis=axis),
+        n_resamples=40, rng=1).statistic, [x8, y8]),
+    # rank statistics: piecewise constant, gradient zero
+    "stats.rankdata": (stats.rankdata, [x8]),
+    "stats.kruskal": (lambda x, y: _stat(stats.kruskal(x, y)), [x8, y8]),
+    "stats.friedmanchisquare": (lambda x, y, z: _stat(stats.friedmanchisquare(x, y, z)),
+                                [x8, y8, z8]),
+    "stats.brunnermunzel": (lambda x, y: _stat(stats.brunnermunzel(x, y)), [x8, y8]),
+    "stats.mannwhitneyu": (lambda x, y: _stat(stats.mannwhitneyu(x, y)), [x8, y8]),
+    "stats.ansari": (lambda x, y: _stat(stats.ansari(x, y)), [x8, y8]),
+    "stats.mood": (lambda x, y: _stat(stats.mood(x, y)), [x8, y8]),
+    # odd lengths: with an even one the two middle values tie in |x - median| by construction,
+    # a jump of the rank statistic exactly at the data
+    "stats.fligner": (lambda x, y: _stat(stats.fligner(x, y)), [x8[:7], y8[:7]]),
+    "stats.wilcoxon": (lambda x, y: _stat(stats.wilcoxon(x, y)), [x8, y8]),
+    "stats.chatterjeexi": (lambda x, y: _stat(stats.chatterjeexi(x, y)), [x8, y8]),
+    "stats.spearmanrho": (lambda x, y: _stat(stats.spearmanrho(x, y)), [x8, y8]),
+    "stats.cramervonmises_2samp": (lambda x, y: _stat(stats.cramervonmises_2samp(x, y)),
+                                   [x8, y8]),
+    # integrate (with tensor limits)
+    "integrate.tanhsinh": (lambda a, b: integrate.tanhsinh(lambda t: xp.exp(-t * t), a, b)
+                           .integral, [np.array(0.2), np.array(1.1)]),
+    "integrate.cubature": (lambda a, b: integrate.cubature(lambda t: xp.exp(-t * t), a, b)
+                           .estimate, [np.array([0.2]), np.array([1.1])]),
+    # signal: window and filter-design functions with float parameters
+    "signal.gauss_spline": (lambda x: signal.gauss_spline(x, 3), [x8]),
+    "signal.general_cosine": (lambda a: signal.windows.general_cosine(8, a),
+                              [np.array([0.5, 0.3, 0.2])]),
+    "signal.gaussian": (lambda s: signal.windows.gaussian(8, s), [np.array(2.5)]),
+    "signal.general_gaussian": (lambda p, s: signal.windows.general_gaussian(8, p, s),
+                                [np.array(1.5), np.array(2.5)]),
+    "signal.exponential": (lambda t: signal.windows.exponential(8, tau=t), [np.array(2.5)]),
+    "signal.firwin": (lambda c: signal.firwin(9, c), [np.array(0.3)]),
+    "signal.normalize": (lambda b, a: _stack(*signal.normalize(b, a)),
+                         [np.array([0.5, 0.2]), np.array([2.0, 0.3, 0.1])]),
+    "signal.lp2lp": (lambda b, a: _stack(*signal.lp2lp(b, a, 2.0)),
+                     [np.array([0.5, 0.2]), np.array([2.0, 0.3, 0.1])]),
+    "signal.lp2hp": (lambda b, a: _stack(*signal.lp2hp(b, a, 2.0)),
+                     [np.array([0.5, 0.2]), np.array([2.0, 0.3, 0.1])]),
+    "signal.lp2bp": (lambda b, a: _stack(*signal.lp2bp(b, a, 2.0, 0.5)),
+                     [np.array([0.5, 0.2]), np.array([2.0, 0.3, 0.1])]),
+    "signal.lp2bs": (lambda b, a: _stack(*signal.lp2bs(b, a, 2.0, 0.5)),
+                     [np.array([0.5, 0.2]), np.array([2.0, 0.3, 0.1])]),
+    "signal.lp2lp_zpk": (lambda z, p: _stack(*signal.lp2lp_zpk(z, p, 1.0, 2.0)),
+                         [np.array([0.3, -0.2]), np.array([0.5, 0.1])]),
+    "signal.bilinear_zpk": (lambda z, p: _stack(*signal.bilinear_zpk(z, p, 1.0, 2.0)),
+                            [np.array([0.3, -0.2]), np.array([0.5, 0.1])]),
+    "signal.lp2hp_zpk": (lambda z, p: _stack(*signal.lp2hp_zpk(z, p, 1.0, 2.0)),
+                         [np.array([0.3, -0.2]), np.array([0.5, 0.1])]),
+    "signal.abcd_normalize": (lambda A, B, C: _stack(*signal.abcd_normalize(A, B, C)),
+                              [np.eye(2) * 0.5 + 0.1, np.ones((2, 1)), np.ones((1, 2))]),
+    "signal.lfiltic": (lambda b, a, y: signal.lfiltic(b, a, y),
+                       [np.array([0.25, 0.5, 0.25]), np.array([1.3, -0.5]), np.array([0.3])]),
+}
+SWEEP.update({
+    # SciPy's Python (non-ufunc) special functions, recorded by tape.array_api.special
+    "special.polygamma_1": (lambda x: special.polygamma(1, x), [x8]),
+    # an array of orders: a DiscreteArray next to a tensor, a NumPy array next to an array
+    "special.polygamma_orders": (lambda x: special.polygamma(
+        (xp.asarray if isinstance(x, tape.Tensor) else np.asarray)([0, 1, 2, 3]), x), [x8[:4]]),
+    # 0, both sides of the Taylor branch's edge |pi x| = 0.1, and far from 0
+    "special.sinc": (special.sinc, [np.array([-1.3, -0.2, 0.0, 0.4, 0.1 / np.pi - 1e-9,
+                                              0.1 / np.pi + 1e-9, 2.5, 1e-7])]),
+    "special.multigammaln": (lambda a: special.multigammaln(a, 3), [x8 + 1.0]),
+})
+SPECIAL = ["betaln", "entr", "erf", "erfc", "erfcx", "erfinv", "expit", "gamma", "gammaln",
+           "huber", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "loggamma", "logit", "ndtr",
+           "ndtri", "pseudo_huber", "psi", "rel_entr", "xlog1py", "xlogy"]
+for _name in SPECIAL:
+    _u = getattr(special, _name)
+    _u = getattr(_u, "__wrapped__", _u)
+    SWEEP[f"special.{_name}"] = (getattr(special, _name),
+                                 [p8 + 0.1 * k for k in range(_u.nin)])
+HESSIAN = {"special.sinc", "special.multigammaln", "stats.tmean", "stats.variation", "stats.gstd", "stats.entropy", "stats.zmap",
+           "signal.gaussian", "special.gammaln", "special.log_ndtr"}
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP))
+def test_sweep_of_array_api_functions(name):
+    f, args = SWEEP[name]
+    _check(f, [np.array(a, dtype=np.float64) for a in args], hessian=name in HESSIAN)
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP))
+def test_sweep_with_dual_numbers(name):
+    import tape.forward_ad as fwAD
+
+    f, args = SWEEP[name]
+    args = [np.array(a, dtype=np.float64) for a in args]
+    tangents = [rng.standard_normal(np.shape(a)) for a in args]
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(tape.tensor(a), tape.tensor(v)) for a, v in zip(args, tangents)]
+        primal, tangent = fwAD.unpack_dual(f(*duals))
+        primal = np.array(primal.numpy())
+        tangent = np.zeros(primal.shape) if tangent is None else np.array(tangent.numpy())
+    value, jv = tape.jvp(f, tuple(args), tuple(tangents))
+    np.testing.assert_array_equal(primal, np.asarray(value))
+    np.testing.assert_allclose(tangent, np.asarray(jv), rtol=1e-10, atol=1e-12)
+
+
+def test_tvar_tstd_tsem_values_right_and_gradient_nan_not_a_number():
+    # SciPy writes NaN over the excluded values and squares them before dropping them: the
+    # backward of that square is 0 * NaN, which taints the mean and so every kept element
+    # (docs/array_api.md): a NaN, never a finite wrong number
+    for fn in (stats.tvar, stats.tstd, stats.tsem):
+        want = fn(x8, LIMITS)
+        x = tape.tensor(x8, requires_grad=True)
+        y = fn(x, LIMITS)
+        np.testing.assert_allclose(y.item(), want, rtol=1e-13)
+        y.backward()
+        kept = (x8 >= LIMITS[0]) & (x8 <= LIMITS[1])
+        assert np.isnan(x.grad[kept]).all() and (x.grad[~kept] == 0.0).all()
+
+
+SHAPES = [((1,), None), ((3, 4), 0), ((3, 4), 1), ((3, 4), None), ((2, 1, 3), -1)]
+
+
+# variation and gstd of one value are NaN (no spread): not asked of them
+@pytest.mark.parametrize("name, shape, axis", [
+    (n, shape, axis) for n in ("tmean", "tmin", "tmax", "variation", "gstd")
+    for shape, axis in SHAPES if n in ("tmean", "tmin", "tmax") or shape != (1,)])
+def test_mask_using_functions_across_shapes(name, shape, axis):
+    a = rng.uniform(0.5, 2.0, shape)
+    fn = getattr(stats, name)
+    args = {"tmean": (LIMITS,), "tmin": (0.7,), "tmax": (1.8,)}.get(name, ())
+    if name in ("tmean", "tmin", "tmax"):
+        a.flat[0] = 1.2  # inside every limit: no slice is left empty
+    _check(lambda x: fn(x, *args, axis=axis), [a], hessian=False)
+
+
+def test_tmean_at_a_limit_follows_inclusive():
+    # an element exactly at a limit is kept or dropped as `inclusive` says; the gradient is
+    # the mean's over the kept elements (one-sided at the limit: the value jumps there)
+    a = np.array([0.7, 1.0, 1.5, 1.8, 2.0])
+    for inclusive, kept in (((True, True), [1, 1, 1, 1, 0]), ((False, True), [0, 1, 1, 1, 0]),
+                            ((True, False), [1, 1, 1, 0, 0])):
+        kept = np.array(kept, dtype=bool)
+        x = tape.tensor(a, requires_grad=True)
+        y = stats.tmean(x, LIMITS, inclusive)
+        assert y.item() == stats.tmean(a, LIMITS, inclusive)
+        y.backward()
+        np.testing.assert_allclose(x.grad, kept / kept.sum(), rtol=1e-15)
+
+
+def test_tmean_of_an_empty_selection_is_scipys_error():
+    with pytest.raises(ValueError, match="No array values within given limits"):
+        stats.tmean(tape.tensor(x8, requires_grad=True), (5.0, 6.0))
+
+
+def test_tmean_with_dual_numbers():
+    import tape.forward_ad as fwAD
+
+    v = rng.standard_normal(8)
+    kept = (x8 >= LIMITS[0]) & (x8 <= LIMITS[1])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(tape.tensor(x8), tape.tensor(v))
+        primal, tangent = fwAD.unpack_dual(stats.tmean(d, LIMITS))
+        primal, tangent = primal.item(), tangent.item()
+    np.testing.assert_allclose(primal, stats.tmean(x8, LIMITS), rtol=1e-14)
+    np.testing.assert_allclose(tangent, np.sum(v[kept]) / kept.sum(), rtol=1e-13)
+
+
+def test_tmean_replays_with_a_mask_that_moves():
+    # the comparisons inside SciPy are guards: a replay whose values move an element across a
+    # limit records again, and agrees with eager
+    def f(x):
+        return stats.tmean(x, LIMITS) * stats.tmax(x, 1.8)
+
+    cf = tape.compile(f, x8)
+    for x in (x8 + 0.01, x8 * 1.3, x8[::-1].copy()):
+        v, g = cf.value_and_grad(x)
+        v_e, g_e = tape.value_and_grad(f)(x)
+        assert v == v_e and np.array_equal(g, g_e)
+        np.testing.assert_allclose(v, stats.tmean(x, LIMITS) * stats.tmax(x, 1.8), rtol=1e-14)
+
+
+def test_lfiltic_at_a0_equal_to_one_skips_the_division():
+    # SciPy divides by a[0] only when a[0] != 1: at exactly 1 the derivative in a[0] is 0
+    # (the branch SciPy's code takes), elsewhere -zi / a[0]**2 (test_sweep: signal.lfiltic)
+    b, y = np.array([0.25, 0.5, 0.25]), np.array([0.3])
+    a = tape.tensor([1.0, -0.5], requires_grad=True)
+    zi = signal.lfiltic(tape.tensor(b), a, tape.tensor(y))
+    np.sum(zi).backward()
+    assert a.grad[0] == 0.0 and a.grad[1] != 0.0
+
+
+def test_sinc_derivatives_at_zero():
+    # sinc(x) = 1 - (pi x)^2 / 6 + (pi x)^4 / 120 - ...: at 0 the first derivative is 0, the
+    # second -pi^2 / 3, the fourth pi^4 / 5 (forward over reverse over reverse ...)
+    f = lambda x: special.sinc(x)  # noqa: E731
+    assert tape.grad(f)(0.0) == 0.0
+    np.testing.assert_allclose(tape.grad(tape.grad(f))(0.0), -np.pi ** 2 / 3, rtol=1e-14)
+    np.testing.assert_allclose(tape.grad(tape.grad(tape.grad(tape.grad(f))))(0.0),
+                               np.pi ** 4 / 5, rtol=1e-13)
+
+
+def test_multigammaln_refuses_a_outside_its_domain_as_scipy():
+    with pytest.raises(ValueError, match="condition a"):
+        special.multigammaln(tape.tensor([0.7, 2.0], requires_grad=True), 3)
+    with pytest.raises(ValueError, match="positive integer"):
+        special.multigammaln(tape.tensor([4.0]), 2.5)
 
 
 def test_a_numpy_only_function_refuses_a_tensor_by_name():

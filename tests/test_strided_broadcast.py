@@ -1,7 +1,7 @@
 """Binary rows that broadcast by strides (flag 16) instead of through index maps.
 
 The recorder describes a broadcast that collapses to at most three dimensions as a loop nest with
-element strides (``tape._record.strided_broadcast``); the forward and reverse sweeps then read the
+element strides (``tape.core.record.strided_broadcast``); the forward and reverse sweeps then read the
 operands in place. Values and gradients must be those of the index-map path bit for bit (same
 arithmetic, adjoints accumulated in the same order), and those of NumPy for the values.
 """
@@ -17,8 +17,8 @@ from hypothesis.extra import numpy as hnp
 
 import jit
 import tape
-from tape import _record
-from tape._record import strided_broadcast
+from tape.core import record as _record
+from tape.core.record import strided_broadcast
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

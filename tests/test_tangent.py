@@ -24,7 +24,7 @@ import jit
 import tape
 from jit import _generate_tangent
 from jit.table import OPCODE, TABLE
-from tape.functional import _FreshTape
+from tape.transforms.functional import _FreshTape
 
 from test_table import BINARY_DOMAIN, UNARY_DOMAIN, shape_and_axis
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import tape
-from tape import forward_ad as fwAD
-from tape._state import state
+from tape.forward import forward_ad as fwAD  # its private state (_active) too
+from tape.core.state import state
 
 from test_threads import _run_threads as run_all
 

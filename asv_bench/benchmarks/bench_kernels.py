@@ -406,7 +406,7 @@ _COMPOSITIONS = {
 
 
 class RecordCompositions:
-    """Recording one NumPy function built from recorded ops (tape/_statistics.py, ...) on a small
+    """Recording one NumPy function built from recorded ops (tape/numpy_ops/_statistics.py, ...) on a small
     (8, 64) array, against NumPy's own call on the array (ratios, not absolute times)."""
 
     params = sorted(_COMPOSITIONS)

@@ -5,24 +5,30 @@
 on tensors and records on the tape: reverse mode, ``tape.compile`` replay, forward mode and
 higher order, as far as the operations it calls support them (docs/coverage.md).
 
-Arrays: float64 results are tensors (differentiable); boolean and integer results are NumPy
-arrays (no gradient flows through them, as through comparisons on tensors). float32 and complex
-dtypes are refused with a ``TypeError``; the only device is ``"cpu"``. Each function takes the
-standard's signature and calls NumPy's function of that name, which reaches tapejit's
-implementation through NumPy's dispatch protocols when an argument is a tensor. What passes and
-fails in the standard's conformance suite: docs/array_api.md.
+Arrays: float64 results are tensors (differentiable); boolean and integer results are
+``DiscreteArray``s, NumPy arrays that report this namespace (no gradient flows through them).
+float32 and complex dtypes are refused with a ``TypeError``; the only device is ``"cpu"``.
+Each function takes the standard's signature and calls NumPy's function of that name, which
+reaches tapejit's implementation through NumPy's dispatch protocols when an argument is a
+tensor. What passes and fails in the standard's conformance suite: docs/array_api.md.
 """
 import math
 
 import numpy as np
 
 from .. import numpy as _tnp
-from .._tensor import Tensor
+from ..core.tensor import Tensor
+from ..core.tensor_ops import set_comparison_results
 from . import linalg  # noqa: F401  (the standard's linalg extension, xp.linalg)
 from ._dtypes import (bool, can_cast, check, complex64, complex128, finfo, float32,  # noqa: F401
-                      float64, iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,
-                      uint16, uint32, uint64, wrap)  # (the standard's dtypes and functions)
+                      float64, iinfo, int8, int16, int32, int64, isdtype, uint8,
+                      uint16, uint32, uint64)  # (the standard's dtypes and functions)
+from ._discrete import (DiscreteArray, array_api_packages,  # noqa: F401
+                        declare_array_api_package, from_comparison, result_type, wrap)
 from ._info import DEVICE, __array_namespace_info__, check_device
+
+# from now on a comparison of tensors in array-API code gives a DiscreteArray (_discrete.py)
+set_comparison_results(from_comparison)
 
 __array_api_version__ = "2024.12"
 API_VERSIONS = ("2023.12", "2024.12")
@@ -37,7 +43,7 @@ e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
     """A tensor stays a tensor (``copy=True``: a recorded copy); a list holding tensors is
     stacked (recorded); other float data becomes a constant tensor; integer and boolean data
-    a NumPy array."""
+    a DiscreteArray."""
     check_device(device, "asarray")
     dtype = check(dtype, "asarray")
     if type(obj) is Tensor:
@@ -56,7 +62,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         a = np.asarray(obj, dtype=dtype, copy=copy)
     if a.dtype.kind == "f" and dtype is None and a.dtype != float64:
         a = a.astype(np.float64)
-    return wrap(a) if a.dtype.kind in "fc" else a
+    return wrap(a)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -69,8 +75,8 @@ def astype(x, dtype, /, *, copy=True, device=None):
     # integer and boolean values of a tensor: piecewise constant in x (zero gradient), read
     # through recorded ops that guard them under tape.compile
     if dtype == bool:
-        return np.not_equal(x, 0.0)
-    return np.asarray(np.trunc(x)._v).astype(dtype)
+        return wrap(np.not_equal(x, 0.0))
+    return wrap(np.asarray(np.trunc(x)._v).astype(dtype))
 
 
 def _float_buffer(shape, dtype, fill, where):
@@ -78,7 +84,7 @@ def _float_buffer(shape, dtype, fill, where):
     dtype = check(dtype, where)
     if dtype is None or dtype == float64:
         return _tnp.full(shape, fill) if fill else _tnp.zeros(shape)
-    return np.full(shape, fill, dtype=dtype)
+    return wrap(np.full(shape, fill, dtype=dtype))
 
 
 def zeros(shape, *, dtype=None, device=None):
@@ -107,7 +113,7 @@ def full(shape, fill_value, *, dtype=None, device=None):
     dtype = check(dtype, "full")
     if dtype is None or dtype == float64:
         return _tnp.full(shape, fill_value)
-    return np.full(shape, fill_value, dtype=dtype)
+    return wrap(np.full(shape, fill_value, dtype=dtype))
 
 
 def _like_dtype(x, dtype):
@@ -149,7 +155,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     check_device(device, "linspace")
     dtype = check(dtype, "linspace")
     if dtype is not None and dtype != float64:
-        return np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+        return wrap(np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
     return wrap(np.linspace(start, stop, num, endpoint=endpoint))
 
 
@@ -518,5 +524,5 @@ def __getattr__(name):
 
 __all__ = sorted(n for n in globals() if not n.startswith("_") and n not in (
     "math", "np", "Tensor", "check", "check_device", "wrap", "API_VERSIONS",
-    "DEVICE")) + ["__array_namespace_info__", "__array_api_version__"]
+    "DEVICE", "from_comparison")) + ["__array_namespace_info__", "__array_api_version__"]
 del _name, _ufunc

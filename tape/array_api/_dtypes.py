@@ -1,8 +1,9 @@
-"""The array API's data types over tapejit: float64 tensors, NumPy arrays for the rest.
+"""The array API's data types over tapejit: float64 tensors, DiscreteArrays for the rest.
 
 Tensors are float64 (the tape records float64 and nothing else), so a float64 result is a
 tensor and differentiates; boolean and integer results (comparisons, ``argmax``, ``nonzero``,
-``astype(x, int64)``) are plain NumPy arrays, as comparisons on tensors already are. float32 and
+``astype(x, int64)``) are DiscreteArrays: NumPy arrays that report this namespace, through
+which no gradient flows (_discrete.py). float32 and
 the complex types are refused with an error that says so: a float32 result computed in float64
 would be a silent change of precision, and the tape has no complex values.
 """
@@ -10,8 +11,7 @@ import builtins
 
 import numpy as np
 
-from .._record import plain
-from .._tensor import Tensor
+from ..core.tensor import Tensor
 
 bool = np.dtype(np.bool_)  # noqa: A001  (the standard's name)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -66,15 +66,6 @@ def isdtype(dtype, kind):
     return dtype == np.dtype(kind)
 
 
-def result_type(*arrays_and_dtypes):
-    """The standard's promotion over tensors (float64), NumPy arrays, dtypes and Python
-    scalars (which take the array's kind, as NEP 50 does)."""
-    args = [float64 if type(a) is Tensor else a for a in arrays_and_dtypes]
-    if not args:
-        raise ValueError("result_type: at least one array or dtype is required")
-    return np.result_type(*args)
-
-
 def can_cast(from_, to, /):
     return np.can_cast(dtype_of(from_), np.dtype(to))
 
@@ -91,26 +82,3 @@ def iinfo(type, /):  # noqa: A002
     if dt.kind not in "iu":
         raise ValueError(f"iinfo: {dt} is not an integer data type")
     return np.iinfo(dt)
-
-
-def wrap(r):
-    """A namespace result: float values as tensors (constants when NumPy computed them from
-    plain data), integer and boolean ones as NumPy arrays (0-d arrays, never NumPy scalars)."""
-    tr = type(r)
-    if tr is Tensor:
-        return r
-    if tr is float:
-        return plain(r)
-    if isinstance(r, (np.ndarray, np.generic)):
-        k = r.dtype.kind
-        if k == "f":
-            return plain(float(r) if r.ndim == 0 else np.array(r, dtype=np.float64, order="C"))
-        if k in "biu":
-            return np.asarray(r)
-        raise TypeError(f"tape.array_api: a result of dtype {r.dtype} is not supported (the tape "
-                        "has no complex values)")
-    if tr in (builtins.bool, int):
-        return np.asarray(r)
-    if isinstance(r, (tuple, list)):
-        return tr(wrap(x) for x in r) if tr in (tuple, list) else tr(*(wrap(x) for x in r))
-    return r

@@ -8,10 +8,10 @@ grows by itself as tapejit implements more of ``numpy.linalg``.
 """
 import numpy as np
 
-from .._numpy_impl import FUNCS as _FUNCS
-from .._tensor import Tensor as _Tensor
+from ..numpy_ops._dispatch import FUNCS as _FUNCS
+from ..core.tensor import Tensor as _Tensor
 from ._dtypes import check as _check
-from ._dtypes import wrap as _wrap
+from ._discrete import wrap as _wrap
 
 
 def cholesky(x, /, *, upper=False):

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _record
-from .._record import plain, raw
-from .._tensor import Tensor
+from ..core import record as _record
+from ..core.tensor import plain, raw
+from ..core.tensor import Tensor
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,3 @@ def check_gauge(xp, m, tied, what):
             f"{what}: the gradient through the vectors of (nearly) equal values is undefined: "
             "the loss depends on the choice of basis inside their eigenspace. Losses of the "
             "values alone, or of the whole eigenspace (its projector V V^T), are defined there.")
-
-
-# the escapes register themselves on import
-from . import eigen, expm, inverse, products, qr, special, svd, triangular  # noqa: E402,F401

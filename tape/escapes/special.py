@@ -7,7 +7,7 @@ kernels, ``jit.special_value`` / ``jit.special_partial`` (``jit/_special_sweep.p
 or loaded from the cache the first time a recording uses one of these rows: eager recording
 and a replay both compute the value there, so they give the same bits. Recorded (higher order,
 dual numbers) the partials are the table's formulas evaluated on tensors (the helpers of
-``tape/_special_rules.py``), so that their own derivatives are exact.
+``tape/forward/special_rules.py``), so that their own derivatives are exact.
 
 Operands broadcast as NumPy's: the kernels run over the broadcast shape, and a reverse rule
 sums an operand's adjoint back down to its shape.
@@ -20,6 +20,7 @@ import numpy as np
 
 from jit.table import SPECIAL_ROWS, TABLE
 
+from ..core.formulas import FORMULAS as _NS
 from . import Escape, register
 from .products import sum_to_batch
 
@@ -83,8 +84,6 @@ _FORMULAS = {}  # (code, k) -> the partial as a function of tensors (higher orde
 def _formula(code, k):
     f = _FORMULAS.get((code, k))
     if f is None:
-        from .._tangents import _NS
-
         p = TABLE[code]
         args = "x, y" if len(p.d) == 1 else "a, b, y"
         f = _FORMULAS[code, k] = eval(f"lambda {args}: {p.d[k]}", dict(_NS))  # noqa: S307

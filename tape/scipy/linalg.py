@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _numpy_impl as npi
-from .._record import raw
+from ..numpy_ops import _impl as npi
+from ..core.conversions import LIBRARY_HINTS
+from ..core.tensor import raw
 from ..escapes import record
-from ..linalg import _matrix_operands, _mT, _square
+from ..numpy_ops.linalg import _matrix_operands, _mT, _square
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 
@@ -74,3 +75,14 @@ def expm(A):
 
 
 __all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "expm"]
+
+
+def _conversion_hint(mod, name):
+    if mod.startswith("scipy.linalg") and "." not in name and name in __all__:
+        return (f"scipy.linalg.{name} converts its arguments with np.asarray, which would "
+                f"lose the gradient: call tape.scipy.linalg.{name} (the same "
+                f"signature), which records.")
+    return None
+
+
+LIBRARY_HINTS.append(_conversion_hint)

@@ -1,0 +1,656 @@
+"""Recording: run an op eagerly with NumPy and append its row, one function per family.
+
+Everything the kernels should not have to think about is settled here, once, while recording:
+dtype (float64 only), broadcasting (an explicit gather row unless an operand has one element),
+axes (reductions see a (P, R, Q) view), contiguity (values are C-contiguous), and constants
+(copied in, so later mutation by the user cannot change a gradient).
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from jit.families import layouts
+from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE, STRIDED, TABLE
+
+from .arrays import _FIELD
+from .conversions import conversion_error
+from .scalar_rules import SCALAR
+from .state import state
+from .tape import MAX_ROWS, current_tape
+from .tensor import Tensor, import_slot, plain, raw, recording, result, slot_in
+from .values import check_dtype, constant
+
+
+GATHER = OPCODE["gather"]
+SCATTER = OPCODE["scatter"]
+WHERE = OPCODE["where"]
+MATMUL = OPCODE["matmul"]
+MATMUL_BLAS = OPCODE["matmul_blas"]
+COPY = OPCODE["copy"]
+F64 = np.dtype(np.float64)
+
+# NumPy ufunc -> elementwise opcode (the table's rows, plus NumPy's aliases of them)
+UFUNC_CODE = {p.ufunc: c for c, p in enumerate(TABLE)
+              if p.family in ("unary", "binary") and p.ufunc is not None}
+UFUNC_CODE[np.fabs] = OPCODE["abs"]
+UFUNC_CODE[np.float_power] = OPCODE["power"]
+UFUNC_CODE[np.conjugate] = OPCODE["copy"]
+BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS between segments
+
+
+# ---------------------------------------------------------------------------------------------
+# Values and slots
+
+
+def _size(v):
+    return 1 if type(v) is float else v.size
+
+
+def _shape(v):
+    return () if type(v) is float else v.shape
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+
+_NO_IA = np.zeros(11, np.int64)
+# how jit.elementwise finds an operand's data: its object's address and the pointer's offset in
+# it (no ctypes call per operand), or the data address itself where the layout is unknown (-1)
+_FIELD_OFFSET = -1 if _FIELD is None else _FIELD
+_handle = id if _FIELD is not None else (lambda a: a.ctypes.data)
+_REAL = frozenset("biuf")  # dtype kinds an elementwise operand converts to float64 exactly
+
+
+def _elementwise():
+    global _run
+    from jit import elementwise
+
+    _run = elementwise
+    return elementwise
+
+
+def _run(*args):  # jit.elementwise, imported on first use (import tape does not load Numba)
+    return _elementwise()(*args)
+
+
+def own_unary(code, xv):
+    """f(xv) for a primitive in ``OWN_VALUE``, by the loop a replay runs for its row (so the same
+    bits on any CPU, where NumPy's ufunc picks a per-CPU loop); a float for 0-d, as
+    ``check_dtype``."""
+    x = xv if type(xv) is np.ndarray and xv.dtype is F64 and xv.flags.c_contiguous else \
+        np.asarray(xv, dtype=F64, order="C")
+    y = np.empty(x.shape)
+    ax = _handle(x)
+    _run(code, ax, ax, _handle(y), y.size, _FIELD_OFFSET, _NO_IA)
+    return y if y.ndim else float(y)
+
+
+def own_binary(code, av, bv):
+    """f(av, bv) for a primitive in ``OWN_VALUE``, as ``own_unary``, broadcast as a recorded row
+    reads its operands: a one-element operand with stride 0, others through the strided nest (or
+    materialized where the nest does not collapse to three loops, with the same per-element
+    arithmetic). None for operands that do not convert to float64 exactly (NumPy's path then
+    raises its dtype error)."""
+    a = av if type(av) is np.ndarray else np.asarray(av)
+    b = bv if type(bv) is np.ndarray else np.asarray(bv)
+    if a.dtype.kind not in _REAL or b.dtype.kind not in _REAL:
+        return None
+    shape = a.shape if a.shape == b.shape or not b.ndim else b.shape if not a.ndim else \
+        np.broadcast_shapes(a.shape, b.shape)
+    y = np.empty(shape)
+    n = y.size
+    if n == 0:
+        return y
+    fa, fb = a.size == 1 and n != 1, b.size == 1 and n != 1
+    ia = _NO_IA
+    flags = fa * ONE_A | fb * ONE_B
+    if (a.size != n and not fa) or (b.size != n and not fb):
+        nest = strided_broadcast(shape, a.shape, fa, b.shape, fb)
+        if nest:
+            ia = np.array((0, 0) + nest, dtype=np.int64)
+            flags |= STRIDED
+        else:
+            if a.size != n and not fa:
+                a = np.broadcast_to(a, shape)
+            if b.size != n and not fb:
+                b = np.broadcast_to(b, shape)
+    if a.dtype is not F64 or not a.flags.c_contiguous:
+        a = np.asarray(a, dtype=F64, order="C")
+    if b.dtype is not F64 or not b.flags.c_contiguous:
+        b = np.asarray(b, dtype=F64, order="C")
+    _run(code | flags << FLAG_SHIFT, _handle(a), _handle(b), _handle(y), n, _FIELD_OFFSET, ia)
+    return y
+
+
+def unary(code, x):
+    xv = x._v
+    if x._meta is not None and xv.ndim == 0:
+        xv = float(xv)  # a 0-d leaf (its buffer is an array) takes the 0-d path
+    if type(xv) is float:
+        y = SCALAR[code](xv)
+        if x._rg and state.grad:
+            t = state.tape
+            if t is None or t.sealed:
+                t = current_tape()
+            sx = x._slot if x._tape is t else import_slot(t, x)
+            slot = len(t.sv)
+            t.sv.append(y)
+            t.rows.extend((code, sx, -1))
+            if slot >= MAX_ROWS:
+                t.roll()
+            return result(y, t, slot)
+        return plain(y)
+    y = own_unary(code, xv) if code in OWN_VALUE else check_dtype(TABLE[code].ufunc(xv),
+                                                                  TABLE[code].name)
+    if x._rg and state.grad:
+        t = current_tape()
+        return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y)))
+    return plain(y)
+
+
+def binary(code, a, b):
+    if type(a) is Tensor:
+        av = a._v
+        ra = a._rg
+    else:
+        av = a
+        ra = False
+    if type(b) is Tensor:
+        bv = b._v
+        rb = b._rg
+    else:
+        bv = b
+        rb = False
+    if type(av) is np.ndarray and av.ndim == 0 and type(a) is Tensor:
+        av = float(av)  # a 0-d leaf (its buffer is an array) takes the 0-d path
+    if type(bv) is np.ndarray and bv.ndim == 0 and type(b) is Tensor:
+        bv = float(bv)
+    if type(bv) is int:
+        bv = float(bv)
+    if type(av) is int:
+        av = float(av)
+    if type(av) is float and type(bv) is float:
+        y = SCALAR[code](av, bv)
+        if (ra or rb) and state.grad:
+            t = state.tape
+            if t is None or t.sealed:
+                t = current_tape()
+            sa = a._slot if (ra and a._tape is t) else slot_in(t, a)
+            sb = b._slot if (rb and b._tape is t) else slot_in(t, b)
+            slot = len(t.sv)
+            t.sv.append(y)
+            t.rows.extend((code, sa, sb))
+            if slot >= MAX_ROWS:
+                t.roll()
+            return result(y, t, slot)
+        return plain(y)
+    p = TABLE[code]
+    try:
+        y = own_binary(code, av, bv) if code in OWN_VALUE else None
+        if y is None:
+            y = p.ufunc(av, bv)
+    except ValueError as e:
+        raise ValueError(f"{p.name}: {e} (operand shapes {np.shape(av)} and {np.shape(bv)})") \
+            from None
+    if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
+        y = check_dtype(y, p.name)
+    if not ((ra or rb) and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    n = 1 if type(y) is float else y.size
+    shape = _shape(y)
+    if ra and a._tape is t and type(av) is np.ndarray and av.size == n:
+        sa, fa, ma = a._slot, 0, -1
+    else:
+        sa, fa, ma = _operand(t, a, shape, n)
+    if rb and b._tape is t and type(bv) is np.ndarray and bv.size == n:
+        sb, fb, mb = b._slot, 0, -1
+    else:
+        sb, fb, mb = _operand(t, b, shape, n)
+    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
+    iat = 0
+    if flags & (MAP_A | MAP_B):
+        key = ("maps", ma, mb, fa, fb)
+        hit = t.index_cache.get(key)
+        if hit is None:
+            strided = strided_broadcast(shape, _shape(av) if ma >= 0 else None, fa,
+                                        _shape(bv) if mb >= 0 else None, fb)
+            hit = t.index_cache[key] = (t.add_ints((ma, mb) + strided), STRIDED if strided else 0)
+        iat = hit[0]
+        flags |= hit[1]
+    return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
+
+
+def _strides(xshape, shape, one):
+    """Element strides of an operand of `xshape` (None: of `shape`) read broadcast to `shape`."""
+    if one:
+        return [0] * len(shape)
+    xshape = shape if xshape is None else (1,) * (len(shape) - len(xshape)) + tuple(xshape)
+    out, step = [], 1
+    for d, xd in zip(reversed(shape), reversed(xshape)):
+        out.append(step if xd == d and d != 1 else 0)
+        step *= xd
+    return out[::-1]
+
+
+def strided_broadcast(shape, ashape, fa, bshape, fb):
+    """The row's broadcast as nested loops, when it collapses to at most three dimensions:
+    ``(n0, n1, n2, a0, a1, a2, b0, b1, b2)``, element j = (i0 * n1 + i1) * n2 + i2 reading
+    operand a at i0 * a0 + i1 * a1 + i2 * a2 (and b likewise); else ``()``. The sweeps loop over
+    these in place of the index maps (W2's (25, 1000, 10) subtract: 557 -> ~100 us), which stay
+    for the tangent kernels and the select rows."""
+    n = math.prod(shape)
+    if n == 0:
+        return ()
+    dims = [[d, sa, sb] for d, sa, sb in zip(shape, _strides(ashape, shape, fa),
+                                             _strides(bshape, shape, fb)) if d != 1]
+    merged = []
+    for d, sa, sb in reversed(dims):  # innermost first
+        if merged and sa == merged[-1][1] * merged[-1][0] and sb == merged[-1][2] * merged[-1][0]:
+            merged[-1] = [merged[-1][0] * d, merged[-1][1], merged[-1][2]]
+        else:
+            merged.append([d, sa, sb])
+    if len(merged) > 3:
+        return ()
+    merged += [[1, 0, 0]] * (3 - len(merged))
+    n0, n1, n2 = (m[0] for m in reversed(merged))
+    a = tuple(m[1] for m in reversed(merged))
+    b = tuple(m[2] for m in reversed(merged))
+    return (n0, n1, n2) + a + b
+
+
+def _operand(t, x, shape, n):
+    """Slot of an elementwise operand, whether it has one element (read for all), and the IA
+    offset of the index map that broadcasts it to `shape` (-1: none needed)."""
+    xv = raw(x)
+    if type(x) is float and n != 1:  # a Python-float constant: shared within the tape
+        return t.scalar_const(x), 1, -1
+    size = 1 if isinstance(xv, (float, int)) else np.size(xv)
+    if size == n:
+        return slot_in(t, x), 0, -1
+    if size == 1:
+        return slot_in(t, x), 1, -1
+    return slot_in(t, x), 0, _map_offset(t, np.shape(xv), shape)
+
+
+def _map_offset(t, xshape, shape):
+    """IA offset of the broadcast map xshape -> shape in tape t (added once per tape)."""
+    key = ("bmap", xshape, shape)
+    off = t.index_cache.get(key)
+    if off is None:
+        off = t.index_cache[key] = t.add_ints(broadcast_map(xshape, shape))
+    return off
+
+
+_BROADCAST_MAPS = {}  # (from shape, to shape) -> read-only flat index map, shared by all tapes
+
+
+def broadcast_map(xshape, shape):
+    """Flat positions in an array of `xshape` read by each element of its broadcast to `shape`."""
+    key = (xshape, shape)
+    m = _BROADCAST_MAPS.get(key)
+    if m is None:
+        if len(_BROADCAST_MAPS) > 1024:
+            _BROADCAST_MAPS.clear()
+        ids = np.arange(math.prod(xshape), dtype=np.int64).reshape(xshape)
+        m = np.ascontiguousarray(np.broadcast_to(ids, shape)).reshape(-1)
+        m.flags.writeable = False
+        _BROADCAST_MAPS[key] = m
+    return m
+
+
+def broadcast_slot(t, x, shape):
+    """Slot holding x broadcast to `shape` (a gather row if x needs grad, else a constant)."""
+    if not (type(x) is Tensor and x._rg):
+        return t.const(constant(np.broadcast_to(raw(x), shape)))
+    xv = x._v
+    xshape = _shape(xv)
+    value = np.broadcast_to(xv, shape).copy()
+    return t.row(GATHER, slot_in(t, x), -1, value, value.size, _map_offset(t, xshape, shape))
+
+
+def where(mask, a, b):
+    mask = np.asarray(raw(mask)).astype(bool)
+    av, bv = raw(a), raw(b)
+    try:
+        y = np.where(mask, av, bv)
+    except ValueError as e:
+        raise ValueError(f"where: {e} (condition {mask.shape}, x {np.shape(av)}, "
+                         f"y {np.shape(bv)})") from None
+    y = check_dtype(y, "where")
+    if not recording(a, b):
+        return plain(y)
+    t = current_tape()
+    shape = _shape(y)
+    n = _size(y)
+    sa, fa, ma = _operand(t, a, shape, n)
+    sb, fb, mb = _operand(t, b, shape, n)
+    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
+    off = t.add_ints(layouts.encode_where(ma, mb, np.broadcast_to(mask, shape).reshape(-1)))
+    return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n, off))
+
+
+# ---------------------------------------------------------------------------------------------
+# Index maps: every indexing and shape op is a gather y[i] = x[idx[i]]
+
+
+def index_map(shape, key):
+    """Flat source positions of x[key] for an array of `shape` (any NumPy index)."""
+    return np.arange(math.prod(shape), dtype=np.int64).reshape(shape)[key]
+
+
+def gather(x, idx, cache_key=None):
+    """y = x.ravel()[idx] with the shape of idx (idx an int64 array of flat positions)."""
+    xv = x._v if type(x) is Tensor else constant(x)
+    flat = np.reshape(xv, -1)
+    y = check_dtype(flat[idx], "indexing")
+    if not recording(x):
+        return plain(y)
+    t = current_tape()
+    off = t.index_cache.get(cache_key) if cache_key is not None else None
+    if off is None:
+        off = t.add_ints(idx)
+        if cache_key is not None:
+            t.index_cache[cache_key] = off
+    return result(y, t, t.row(GATHER, slot_in(t, x), -1, y, _size(y), off))
+
+
+_BASIC_MAPS = {}  # (shape, hashable basic key) -> (index map, is a pure reshape)
+
+
+def _hashable(key):
+    """A hashable form of a basic index (ints, slices, None, Ellipsis), or None."""
+    if type(key) is not tuple:
+        key = (key,)
+    out = []
+    for k in key:
+        if type(k) is slice:
+            out.append(("s", k.start, k.stop, k.step))
+        elif k is None or k is Ellipsis or type(k) is int:
+            out.append(k)
+        else:
+            return None
+    return tuple(out)
+
+
+def getitem(x, key):
+    key = plain_key(key)
+    shape = _shape(x._v)
+    hk = _hashable(key)
+    hit = _BASIC_MAPS.get((shape, hk)) if hk is not None else None
+    if hit is None:
+        idx = index_map(shape, key)
+        if not isinstance(idx, np.ndarray):
+            idx = np.asarray(idx, dtype=np.int64)
+        flat = idx.reshape(-1)
+        hit = (idx, idx.size == flat.size == math.prod(shape) and bool(
+            (flat == np.arange(flat.size)).all()))
+        if hk is not None:
+            if len(_BASIC_MAPS) > 1024:
+                _BASIC_MAPS.clear()
+            idx.flags.writeable = False
+            _BASIC_MAPS[(shape, hk)] = hit
+    idx, is_reshape = hit
+    if is_reshape:
+        return reshape(x, idx.shape)
+    return gather(x, idx, cache_key=("gather", shape, hk) if hk is not None else None)
+
+
+def plain_key(key):
+    """Index keys may hold tensors without grad (e.g. from argmax); use their values. A key
+    that requires grad is refused: its value leaving the tape is a silent conversion."""
+    if type(key) is tuple:
+        return tuple(plain_key(k) for k in key)
+    if type(key) is Tensor:
+        if key._rg:
+            raise conversion_error("index")
+        v = key._v
+        if type(v) is float:
+            if v != int(v):
+                raise IndexError("only integers, slices, None, Ellipsis and integer or boolean "
+                                 f"arrays are valid indices (got the float tensor value {v})")
+            return int(v)
+        raise IndexError("a float64 tensor cannot index (NumPy only takes integer or boolean "
+                         "arrays); index with a plain array, e.g. x[mask] with mask = t > 0")
+    if type(key) is list:
+        return np.asarray(key)
+    return key
+
+
+def setitem(x, key, v):
+    """Functionalized x[key] = v: a scatter row, x rebound to the result."""
+    key = plain_key(key)
+    xv = x._v
+    shape = _shape(xv)
+    pos = np.asarray(index_map(shape, key), dtype=np.int64)
+    vv = raw(v)
+    y = np.array(xv, dtype=np.float64, copy=True) if shape else np.array(xv, dtype=np.float64)
+    try:
+        y[key] = vv
+    except ValueError as e:
+        raise ValueError(f"item assignment: {e} (value shape {np.shape(vv)}, "
+                         f"target shape {pos.shape})") from None
+    y = check_dtype(y, "item assignment")
+    if not recording(x, v):
+        return plain(y)
+    t = current_tape()
+    m = pos.size
+    flat_pos = pos.reshape(-1)
+    win = np.zeros(m, np.int64)  # last write wins, as in NumPy
+    if m:
+        _, last = np.unique(flat_pos[::-1], return_index=True)
+        win[m - 1 - last] = 1
+    if type(v) is Tensor and v._rg:
+        sv_ = broadcast_slot(t, v, pos.shape) if _size(v._v) != m or _shape(v._v) != pos.shape \
+            else slot_in(t, v)
+    else:
+        sv_ = t.const(constant(np.broadcast_to(vv, pos.shape)))
+    off = t.add_ints(layouts.encode_scatter(flat_pos, win))
+    return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
+
+
+def scatter_flat(x, v, pos, win, shape):
+    """y = x with y.flat[pos[j]] = v.flat[j] where win[j] (a scatter row from its index data;
+    forward-mode rules use it to replay a recorded item assignment on tangents)."""
+    xv, vv = raw(x), raw(v)
+    y = np.array(xv, dtype=np.float64).reshape(-1).copy()
+    vflat = np.reshape(vv, -1)
+    y[pos[win]] = vflat[win]
+    y = check_dtype(y.reshape(shape), "item assignment")
+    if not recording(x, v):
+        return plain(y)
+    t = current_tape()
+    sv_ = slot_in(t, v) if type(v) is Tensor and v._rg else t.const(constant(vflat))
+    off = t.add_ints(layouts.encode_scatter(pos, win.astype(np.int64)))
+    return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
+
+
+def reshape(x, shape):
+    xv = x._v
+    y = np.reshape(xv, shape)
+    y = float(y) if y.ndim == 0 else y
+    if not recording(x):
+        return plain(y if type(y) is float else y.copy())
+    if type(y) is not float and x._meta is not None:
+        y = y.copy()  # a leaf's buffer may be updated in place later: the row keeps its own
+    t = current_tape()
+    return result(y, t, t.row(COPY, slot_in(t, x), -1, y, _size(y)))
+
+
+def transpose(x, axes=None):
+    xv = x._v
+    if type(xv) is float:
+        return x
+    nd = xv.ndim
+    axes = tuple(reversed(range(nd))) if axes is None else normalize_axes(axes, nd, sort=False)
+    if len(axes) != nd or sorted(axes) != list(range(nd)):
+        raise ValueError(f"axes {axes} don't match array of {nd} dimensions")
+    if axes == tuple(range(nd)):
+        return x
+    key = ("transpose", xv.shape, axes)
+    idx = np.arange(xv.size, dtype=np.int64).reshape(xv.shape).transpose(axes).copy()
+    return gather(x, idx, cache_key=key)
+
+
+def normalize_axes(axis, ndim, sort=True):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        a = operator.index(a)
+        if not (-ndim <= a < ndim or (ndim == 0 and a in (0, -1))):  # NumPy: 0-d takes 0, -1
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out)) if sort else tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and scans over the middle axis of a (P, R, Q) view
+
+
+def _prq(x, axes):
+    """Move reduced axes to a contiguous block if needed; return (x', P, R, Q)."""
+    shape = _shape(x._v)
+    nd = len(shape)
+    if _apart(axes):
+        keep = tuple(i for i in range(nd) if i not in axes)
+        x = transpose(x, keep + axes)
+        shape = _shape(x._v)
+        axes = tuple(range(len(keep), nd))
+    if not axes:
+        return x, math.prod(shape), 1, 1
+    P = math.prod(shape[: axes[0]])
+    R = math.prod(shape[axes[0]: axes[-1] + 1])
+    Q = math.prod(shape[axes[-1] + 1:])
+    return x, P, R, Q
+
+
+def _apart(axes):
+    """Whether reduced axes are not adjacent (``_prq`` then moves them to a trailing block)."""
+    return bool(axes) and axes != tuple(range(axes[0], axes[-1] + 1))
+
+
+def reduce(name, x, axis=None, keepdims=False):
+    code = OPCODE[name]
+    ufunc = TABLE[code].ufunc
+    if type(x) is not Tensor:
+        x = plain(constant(x))
+    xv = x._v
+    nd = 0 if type(xv) is float else xv.ndim
+    axes = normalize_axes(axis, nd)
+    rec = recording(x)
+    if not (rec and _apart(axes)):
+        y = check_dtype(ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
+        if not rec:
+            return plain(y)
+    xs, P, R, Q = _prq(x, axes)
+    if xs is not x:  # reduced axes that are not adjacent, moved to a trailing block: their
+        # value is that block's reduction, as the replay computes it (NumPy's own order over
+        # the original axes can differ by an ulp)
+        shape = tuple(1 if i in axes else d for i, d in enumerate(_shape(xv))
+                      if keepdims or i not in axes)
+        y = check_dtype(np.reshape(ufunc(np.reshape(xs._v, (P, R)), axis=1), shape), name)
+    t = current_tape()
+    key = ("prq", P, R, Q)
+    off = t.index_cache.get(key)
+    if off is None:
+        off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
+    return result(y, t, t.row(code, slot_in(t, xs), -1, y, _size(y), off))
+
+
+def scan(name, x, axis=None):
+    code = OPCODE[name]
+    if type(x) is not Tensor:
+        x = plain(constant(x))
+    if axis is None:
+        x = reshape(x, -1)
+        axis = 0
+    xv = x._v
+    nd = 0 if type(xv) is float else xv.ndim
+    (ax,) = normalize_axes(axis, nd)
+    y = check_dtype(TABLE[code].ufunc(xv, axis=ax) if nd else TABLE[code].ufunc(xv), name)
+    if not recording(x):
+        return plain(y)
+    shape = _shape(xv)
+    P, R, Q = math.prod(shape[:ax]), (shape[ax] if nd else 1), math.prod(shape[ax + 1:])
+    t = current_tape()
+    off = t.add_ints(layouts.encode_reduce(P, R, Q))
+    return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y), off))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bilinear and escapes
+
+
+def matmul(a, b):
+    av, bv = raw(a), raw(b)
+    if type(a) is not Tensor:
+        av = constant(av)
+    if type(b) is not Tensor:
+        bv = constant(bv)
+    if np.ndim(av) == 0 or np.ndim(bv) == 0:
+        raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
+                         "are not allowed; use * for scalars)")
+    try:
+        y = np.matmul(av, bv)
+    except ValueError as e:
+        raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
+    y = check_dtype(y, "matmul")
+    if not recording(a, b):
+        return plain(y)
+    # canonical shapes: a (..., M, K), b (..., K, N); 1-D operands are a row / column
+    sa_shape = (1,) + av.shape if av.ndim == 1 else av.shape
+    sb_shape = bv.shape + (1,) if bv.ndim == 1 else bv.shape
+    M, K = sa_shape[-2:]
+    N = sb_shape[-1]
+    batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
+    B = math.prod(batch)
+    t = current_tape()
+    a_in, ba = _batch_operand(t, a, sa_shape, batch, B)
+    b_in, bb = _batch_operand(t, b, sb_shape, batch, B)
+    if B * M * K * N > BLAS_FLOPS:
+        slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
+        ya_shape = batch + (M, K) if ba else (M, K)
+        yb_shape = batch + (K, N) if bb else (K, N)
+        t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
+        return result(y, t, slot)
+    off = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
+    return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
+
+
+def _batch_operand(t, x, shape, batch, B):
+    """Slot of a matmul operand and whether it carries the batch (0: shared by every batch)."""
+    own = math.prod(shape[:-2])
+    if own == 1:
+        return slot_in(t, x), 0
+    if shape[:-2] == batch:
+        return slot_in(t, x), 1
+    full = batch + shape[-2:]
+    if type(x) is Tensor and x._rg:
+        xr = reshape(x, shape) if _shape(x._v) != shape else x
+        return broadcast_slot(t, xr, full), 1
+    return t.const(constant(np.broadcast_to(np.reshape(raw(x), shape), full))), 1
+
+
+def escape(name, value, a, b=None, shapes=None):
+    """Record a row whose rules are NumPy code (``tape/escapes/``; ``tape.escapes.record``
+    calls this). `shapes`: (a's, b's, the row's, params) as the rules read them."""
+    y = check_dtype(value, name)
+    if not recording(a, b):
+        return plain(y)
+    t = current_tape()
+    sa = slot_in(t, a)
+    sb = slot_in(t, b) if b is not None else -1
+    slot = t.row(OPCODE[name], sa, sb, y, _size(y))
+    t.escapes[slot] = shapes or (_shape(raw(a)), _shape(raw(b)) if b is not None else None,
+                                 _shape(y), {})
+    return result(y, t, slot)

@@ -1,0 +1,306 @@
+"""Tensor's Python operators, indexing and value exits, which record rows or note the guards of
+``tape.compile``: given to the class (``tape/core/tensor.py``) here, above the recording functions
+they call."""
+from __future__ import annotations
+
+import numpy as np
+
+from jit.table import OPCODE
+
+from . import guards as _guards, record as _record
+from .hooks import RemovableHandle
+from .record import binary, unary
+from .state import state
+from .tape import MAX_ROWS, current_tape
+from .tensor import Tensor, _new, install, is_operand, plain, raw, slot_in
+from .values import check_dtype
+
+_NEG = OPCODE["neg"]
+_COPY = OPCODE["copy"]
+_ABS = OPCODE["abs"]
+REMAINDER = OPCODE["remainder"]
+
+# What a comparison returns is passed through this function when one is set
+# (``set_comparison_results``): tape.array_api sets its rule for masks when first imported; until
+# then every comparison gives NumPy bools without a further call.
+_comparison_results = None
+
+
+def set_comparison_results(fn):
+    """Have every comparison of tensors return ``fn(result)`` (NumPy bools in, what the caller's
+    namespace expects out)."""
+    global _comparison_results
+    _comparison_results = fn
+
+
+def _binop(name, reflected=False):
+    """The operator for a binary table row, with the 0-d fast path inlined.
+
+    Scalar-heavy code (a Python loop over 0-d values) spends its time here, so the common case
+    (two 0-d floats, recording on) appends one row without any further Python call.
+    """
+    code = OPCODE[name]
+    f = _record.SCALAR[code]
+
+    def op(self, other):
+        to = type(other)
+        if to is Tensor:
+            ov = other._v
+            ro = other._rg
+        elif to is float:
+            ov = other
+            ro = False
+        elif to is int:
+            ov = other = float(other)
+            ro = False
+        elif is_operand(other):
+            return binary(code, other, self) if reflected else binary(code, self, other)
+        else:
+            return NotImplemented
+        sv = self._v
+        if type(sv) is not float or type(ov) is not float:
+            return binary(code, other, self) if reflected else binary(code, self, other)
+        y = f(ov, sv) if reflected else f(sv, ov)
+        rs = self._rg
+        if not ((rs or ro) and state.grad):
+            r = _new(Tensor)
+            r._v = y
+            r._tape = None
+            r._slot = -1
+            r._rg = False
+            r._meta = None
+            return r
+        t = state.tape
+        if t is None or t.sealed:
+            t = current_tape()
+        s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
+        if ro and other._tape is t:
+            s2 = other._slot
+        elif to is Tensor:
+            s2 = slot_in(t, other)
+        else:
+            s2 = t.scalar_const(ov)
+        vals = t.sv
+        slot = len(vals)
+        vals.append(y)
+        t.rows.extend((code, s2, s1) if reflected else (code, s1, s2))
+        if slot >= MAX_ROWS:
+            t.roll()
+        r = _new(Tensor)
+        r._v = y
+        r._tape = t
+        r._slot = slot
+        r._rg = True
+        r._meta = None
+        return r
+
+    op.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return op
+
+
+def _inplace(name):
+    code = OPCODE[name]
+    ufunc = _record.TABLE[code].ufunc
+
+    def op(self, other):
+        if not (type(other) is Tensor or is_operand(other)):
+            return NotImplemented
+        if self._meta is not None and self._rg:
+            if state.grad:
+                raise RuntimeError(
+                    f"a leaf tensor that requires grad is being used in an in-place operation "
+                    f"({name}). Wrap optimiser steps in `with tape.no_grad():`, or use "
+                    f"`x = x {_SYMBOL.get(name, name)} y` to create a new tensor.")
+            ov = other._v if type(other) is Tensor else other
+            ufunc(self._v, ov, out=self._v)
+            self._meta.version += 1
+            return self
+        r = binary(code, self, other)
+        self._rebind(r)
+        return self
+
+    op.__name__ = f"__i{name}__"
+    return op
+
+
+_SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
+
+
+class TensorOperators:
+    """Tensor's methods that record or note guards (``install`` makes them Tensor's)."""
+
+    def numpy(self):
+        """The value as a read-only NumPy array (use np.array(t.numpy()) for a writable copy)."""
+        v = self._v
+        if state.guards is not None:
+            _guards.note(("np", "array"), (self,), np.array(v))
+        if type(v) is float:
+            return np.array(v)
+        out = v.view()
+        out.flags.writeable = False
+        return out
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError(f"item(): tensor of shape {self.shape} has {self.size} elements")
+        r = float(np.reshape(self._v, -1)[0]) if type(self._v) is not float else self._v
+        if state.guards is not None:
+            _guards.note(("item",), (self,), r)
+        return r
+
+    def tolist(self):
+        if state.guards is not None:
+            _guards.note(("np", "array"), (self,), np.array(self._v))
+        return np.asarray(self._v).tolist()
+
+    def detach(self):
+        """A new tensor with the same value and no history (the value is shared read-only)."""
+        v = self._v
+        if state.guards is not None:
+            _guards.note(("np", "array"), (self,), np.array(v))
+        return plain(v if type(v) is float else self.numpy())
+
+    def copy(self):
+        return _record.reshape(self, self.shape) if self.ndim else +self
+
+    def astype(self, dtype, copy=True):
+        if np.dtype(dtype) != np.float64:
+            raise TypeError(f"tapejit tensors are float64; astype({np.dtype(dtype)}) is not "
+                            "supported (use t.detach().numpy().astype(...) for plain values)")
+        return self.copy() if copy else self
+
+
+    # -- arithmetic -----------------------------------------------------------------------------
+    __add__ = _binop("add")
+    __radd__ = _binop("add", True)
+    __sub__ = _binop("subtract")
+    __rsub__ = _binop("subtract", True)
+    __mul__ = _binop("multiply")
+    __rmul__ = _binop("multiply", True)
+    __truediv__ = _binop("divide")
+    __rtruediv__ = _binop("divide", True)
+    __pow__ = _binop("power")
+    __rpow__ = _binop("power", True)
+    __iadd__ = _inplace("add")
+    __isub__ = _inplace("subtract")
+    __imul__ = _inplace("multiply")
+    __itruediv__ = _inplace("divide")
+    __ipow__ = _inplace("power")
+
+    def __neg__(self):
+        return unary(_NEG, self)
+
+    def __pos__(self):
+        return unary(_COPY, self)
+
+    def __abs__(self):
+        return unary(_ABS, self)
+
+    def __matmul__(self, other):
+        return _record.matmul(self, other) if is_operand(other) else NotImplemented
+
+    def __rmatmul__(self, other):
+        return _record.matmul(other, self) if is_operand(other) else NotImplemented
+
+    def __imatmul__(self, other):
+        self._rebind(_record.matmul(self, other))
+        return self
+
+    def __floordiv__(self, other):
+        return plain(check_dtype(np.floor_divide(self._v, raw(other)), "//"))
+
+    def __rfloordiv__(self, other):
+        return plain(check_dtype(np.floor_divide(raw(other), self._v), "//"))
+
+    def __mod__(self, other):
+        return binary(REMAINDER, self, other)
+
+    def __rmod__(self, other):
+        return binary(REMAINDER, other, self)
+
+    # comparisons give plain values (NumPy bools), as NumPy users expect; in array-API code
+    # (SciPy) they give the namespace's boolean arrays, so that a mask and the tensors it
+    # selects from report one namespace (tape.array_api._discrete.from_comparison)
+    def __lt__(self, other):
+        r = np.less(self._v, raw(other))
+        r = r if state.guards is None else _guards.note(("np", "less"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
+
+    def __le__(self, other):
+        r = np.less_equal(self._v, raw(other))
+        r = r if state.guards is None else _guards.note(("np", "less_equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
+
+    def __gt__(self, other):
+        r = np.greater(self._v, raw(other))
+        r = r if state.guards is None else _guards.note(("np", "greater"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
+
+    def __ge__(self, other):
+        r = np.greater_equal(self._v, raw(other))
+        r = r if state.guards is None else _guards.note(("np", "greater_equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
+
+    def __eq__(self, other):
+        r = np.equal(self._v, raw(other))
+        r = r if state.guards is None else _guards.note(("np", "equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
+
+    def __ne__(self, other):
+        r = np.not_equal(self._v, raw(other))
+        r = r if state.guards is None else _guards.note(("np", "not_equal"), (self, other), r)
+        return r if _comparison_results is None else _comparison_results(r)
+
+    # -- indexing -------------------------------------------------------------------------------
+    def __getitem__(self, key):
+        return _record.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        if self._meta is not None and self._rg:
+            if state.grad:
+                raise RuntimeError("a leaf tensor that requires grad is being used in an in-place "
+                                   "operation (item assignment). Wrap it in `with tape.no_grad():`"
+                                   " or assign into a copy: y = x.copy(); y[idx] = v.")
+            self._v[_record.plain_key(key)] = raw(value)
+            self._meta.version += 1
+            return
+        self._rebind(_record.setitem(self, key, value))
+
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned array replaces
+        the gradient. Hooks run in registration order. Returns a handle with ``.remove()``.
+
+        >>> h = y.register_hook(lambda g: np.clip(g, -1.0, 1.0))   # clip what flows back
+        """
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        table = self._meta.hooks if self._meta is not None else self._slot_hooks().hooks
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        if state.guards is not None:
+            _guards.note_hook(handle.id)
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` on a leaf after backward has added to its ``.grad``."""
+        if self._meta is None:
+            raise RuntimeError("post-accumulate-grad hooks can only be registered on leaf tensors "
+                               "that require grad")
+        handle = RemovableHandle(self._meta.post_hooks)
+        self._meta.post_hooks[handle.id] = hook
+        if state.guards is not None:
+            _guards.note_hook(handle.id)
+        return handle
+
+    def retain_grad(self):
+        """Keep this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on a tensor that does not require grad")
+        if self._meta is None:
+            self._slot_hooks().retain = True
+            if state.guards is not None:
+                _guards.note_hook(("retain", self._slot))
+
+
+install(TensorOperators)

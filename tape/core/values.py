@@ -1,0 +1,46 @@
+"""Canonical values: what a recorded value or constant is (a float for 0-d, else a C-contiguous
+float64 array), and the errors for what cannot be one."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_dtype(y, what):
+    """Turn a NumPy result into a canonical value: a float for 0-d, else a float64 array."""
+    if type(y) is np.ndarray:
+        if y.dtype != np.float64:
+            if y.dtype.kind in "biu":
+                y = y.astype(np.float64)
+            else:
+                raise TypeError(f"{what}: tapejit differentiates float64 values; got dtype {y.dtype}"
+                                " (complex and object arrays are not supported)")
+        if y.ndim == 0:
+            return float(y)
+        if not y.flags.c_contiguous:
+            y = np.ascontiguousarray(y)
+        return y
+    if type(y) is float:
+        return y
+    if isinstance(y, (np.floating, np.integer, np.bool_, int, bool)):
+        return float(y)
+    if isinstance(y, (complex, np.complexfloating)):
+        raise TypeError(f"{what}: complex values are not supported")
+    return check_dtype(np.asarray(y), what)
+
+
+def constant(x, what="constant"):
+    """Canonical copy of a constant operand (Python scalar, NumPy array, nested list)."""
+    if type(x) is float:
+        return x
+    if isinstance(x, (int, np.integer, np.floating, np.bool_)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"{what}: unsupported dtype {x.dtype}; tapejit works in float64 "
+                            "(complex and object arrays are not supported)")
+        if x.ndim == 0:
+            return float(x)
+        return np.array(x, dtype=np.float64, order="C", copy=True)
+    if isinstance(x, (complex, np.complexfloating)):
+        raise TypeError(f"{what}: complex values are not supported")
+    return constant(np.asarray(x), what)

@@ -1,0 +1,1 @@
+"""Integrations with other tools: SciPy-style optimizers, pipeline parallelism, Dask."""

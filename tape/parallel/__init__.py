@@ -1,0 +1,1 @@
+"""Work split among threads: the crew of worker threads and native BLAS pieces (no tape knowledge)."""

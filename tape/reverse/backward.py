@@ -1,0 +1,570 @@
+"""The backward driver: plans a reverse sweep over one or more tapes and runs it.
+
+Per tape: a jitted need pass marks the rows on a path from a source (a leaf, a requested input
+or a link to an older tape) to a root; the adjoint arena is allocated for the live slots only;
+the jitted sweep runs between escape rows (NumPy reverse rules for BLAS/LAPACK), and the adjoints
+of leaves and links are handed on: to ``.grad``, to the caller, or to the older tape's sweep.
+Tapes are processed newest first, since links only point to older tapes.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+import jit
+from jit import NEED_A, NEED_B
+from jit.table import OPCODE, TABLE
+
+from ..parallel.gemm import cached_native_pieces, native_pieces
+from ..escapes import ESCAPES, NUMPY, split
+from ..core.hooks import multi_hook_scope, run_hooks
+from ..core.tape import horizon
+from ..parallel.threads import run_pieces, run_shares, thread_count
+from ..core.saved_value import BACKWARD_TWICE
+
+# Rows whose reverse rule never reads an operand's value: a leaf modified in place after
+# recording is harmless when only these rows consume it.
+_VALUE_FREE = {OPCODE[n] for n in ("add", "subtract", "neg", "copy", "sum", "cumsum", "gather",
+                                   "scatter", "where", "function", "function_out")}
+_READS_VALUE = np.ones(256, bool)  # by opcode (a lookup: np.isin sorts, ~30x slower on a row)
+_READS_VALUE[sorted(_VALUE_FREE)] = False
+_ESCAPE_CODES = frozenset(i for i, p in enumerate(TABLE) if p.family == "escape")
+
+# An escape's bits in a compiled plan's `fresh`: its rule writes operand a's / b's adjoint whole
+# (WRITES_A / WRITES_B: no zeroing before, the same bit as the operand's need bit), and its own
+# adjoint is zeroed by the rule after reading (ZEROES_OWN)
+WRITES_A, WRITES_B, ZEROES_OWN = NEED_A, NEED_B, 4
+
+
+def run(roots, seeds, inputs=None, retain_graph=False):
+    """Sweep from `roots` (tensors) seeded with `seeds` (arrays of the roots' shapes).
+
+    With `inputs` None, leaf gradients accumulate into ``.grad``. Otherwise returns a list with
+    the gradient of each input (None where no path reaches it).
+    """
+    with multi_hook_scope():
+        return _run(roots, seeds, inputs, retain_graph)
+
+
+def _run(roots, seeds, inputs, retain_graph):
+    want = None  # id of each requested input -> its positions in `inputs` (it may repeat)
+    if inputs is not None:
+        want = {}
+        for i, x in enumerate(inputs):
+            want.setdefault(id(x), []).append(i)
+    out = None if inputs is None else [None] * len(inputs)
+    oldest = horizon(inputs)
+    pending = {}  # tape id -> (tape, [(slot, seed)])
+    leaf_grads = {}  # id(leaf) -> [leaf, gradient summed over tapes]
+
+    def deliver_leaf(leaf, g):
+        if want is not None and id(leaf) not in want:
+            return
+        entry = leaf_grads.get(id(leaf))
+        if entry is None:
+            leaf_grads[id(leaf)] = [leaf, g]
+        else:
+            entry[1] = entry[1] + g
+
+    for r, s in zip(roots, seeds):
+        if not r._rg:
+            raise RuntimeError("element of the outputs does not require grad and has no recorded "
+                               "history: nothing to differentiate (did you build it under "
+                               "no_grad, or from inputs that do not require grad?)")
+        if r.is_leaf:
+            deliver_leaf(r, np.reshape(np.array(s, dtype=np.float64), r.shape))
+            continue
+        pending.setdefault(r._tape.id, (r._tape, []))[1].append((r._slot, s))
+    heap = [-k for k in pending]
+    heapq.heapify(heap)
+    while heap:
+        tid = -heapq.heappop(heap)
+        t, tape_seeds = pending.pop(tid)
+        for link_tape, slot, g in _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf,
+                                              retain_graph, oldest):
+            if link_tape.id not in pending:
+                pending[link_tape.id] = (link_tape, [])
+                heapq.heappush(heap, -link_tape.id)
+            pending[link_tape.id][1].append((slot, g))
+    _deliver_leaves(leaf_grads, want, out)
+    return out
+
+
+def _deliver_leaves(leaf_grads, want, out):
+    for leaf, g in leaf_grads.values():
+        g = np.reshape(g, leaf.shape)
+        m = leaf._meta
+        if m.hooks:
+            g = run_hooks(m.hooks, g, f"a leaf tensor of shape {leaf.shape}")
+        if want is None:
+            if m.grad is None:
+                m.grad = g  # the caller's own array already
+            else:
+                m.grad += g
+            for fn in list(m.post_hooks.values()):
+                fn(leaf)
+        else:
+            for i in want[id(leaf)]:
+                out[i] = g if out[i] is None else out[i] + g
+
+
+def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, oldest=None):
+    if t.released:
+        raise RuntimeError(BACKWARD_TWICE)
+    A = t.build()
+    root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
+    swept = need | root
+    summed = None
+    if t.escapes and not t.functions and not t.packed:  # (packed: values behind user hooks)
+        keep = {slot for slot, _ in tape_seeds}.union(t.hooks or ())
+        if want is not None:
+            keep.update(x._slot for x in inputs if x._tape is t)
+        summed = summed_operands(t, A, need, live, keep)
+
+    GO, G = arena(A, live)
+    for slot, s in tape_seeds:
+        if live[slot]:  # a seed that reaches no source (e.g. a link into a tape of constants)
+            o = GO[slot]
+            G[o:o + A.size[slot]] += np.reshape(s, -1)
+    hooked = [s for s in t.hooks if live[s]] if t.hooks else ()
+    hubs = [s for s in t.functions if live[s]] if t.functions else ()
+    sweep_segments(t, A, G, GO, need, live, hooked, hubs, retain_hooked=want is None,
+                   summed=summed)
+
+    for slot, (leaf, _) in t.leaves.items():
+        if live[slot]:
+            deliver_leaf(leaf, adjoint(A, G, GO, slot, leaf.shape))
+    if want is not None:
+        for x in {id(x): x for x in inputs}.values():
+            if x._tape is t and x._meta is None and live[x._slot]:
+                g = adjoint(A, G, GO, x._slot, x.shape)
+                for i in want[id(x)]:
+                    out[i] = g if out[i] is None else out[i] + g
+    links = [(x._tape, x._slot, adjoint(A, G, GO, slot, x.shape))
+             for slot, x in t.links.items() if live[slot]]
+    if not retain_graph:
+        free_rows(t, A, swept)  # (with the rows summed_operands left out: they are done too)
+    return links
+
+
+def last_readers(A, need):
+    """The last row that reads each slot's value in a reverse sweep with `need` (-1: none):
+    the value-reading rows read their operands' values and their own."""
+    R = A.R
+    rows = np.flatnonzero(need)
+    rows = rows[_READS_VALUE[A.code[rows]]]  # (the others read no value)
+    last = np.full(len(R), -1, np.int64)
+    for col in (1, 2):
+        ops = R[rows, col]
+        ok = ops >= 0
+        np.maximum.at(last, ops[ok], rows[ok])
+    last[rows] = np.maximum(last[rows], rows)
+    return last
+
+
+UNPACK_BUDGET = 1 << 26  # bytes of packed saved values a backward unpacks at a time
+
+
+class _Unpacker:
+    """Unpacks values packed by saved_tensors_hooks segment by segment.
+
+    A value is unpacked just before the first segment that reads it (its last reader, since the
+    sweep runs backwards) and dropped as soon as the sweep has passed below its own row (no
+    earlier row reads it). Segments are split so that about UNPACK_BUDGET bytes are unpacked at a
+    time: offloading to disk then bounds the memory of the backward as well as the forward's.
+    """
+
+    def __init__(self, t, A, need):
+        self.t, self.A = t, A
+        last = last_readers(A, need)
+        self.last = {int(s): int(last[s]) for s in A.packed_slot if last[s] >= 0}
+        self.live = set()
+
+    def wrap(self, sweep):
+        def split_sweep(lo, hi):
+            pending = sorted(((ln, s) for s, ln in self.last.items()
+                              if s < hi and ln >= lo and s not in self.live), reverse=True)
+            top, batch, used = hi, [], self._bytes_live()
+            for ln, s in pending:
+                b = 8 * int(self.A.size[s])
+                if batch and used + b > UNPACK_BUDGET and ln + 1 < top:
+                    self._run(sweep, ln + 1, top, batch)
+                    top, batch, used = ln + 1, [], self._bytes_live()
+                batch.append(s)
+                used += b
+            self._run(sweep, lo, top, batch)
+
+        return split_sweep
+
+    def _run(self, sweep, lo, hi, batch):
+        self.unpack(batch)
+        sweep(lo, hi)
+        for s in [s for s in self.live if s >= lo]:  # no row below lo reads them
+            self.t.av[self.t.side_of[s]] = None
+            self.A.VA[s] = 0
+            self.live.discard(s)
+
+    def unpack(self, slots):
+        t, A = self.t, self.A
+        for s in slots:
+            s = int(s)
+            if s < 0 or s in self.live or s not in self.last:
+                continue
+            k = t.side_of[s]
+            v = t.packed[k].value()
+            t.av[k] = v
+            A.VA[s] = v.ctypes.data
+            self.live.add(s)
+
+    def _bytes_live(self):
+        return sum(8 * int(self.A.size[s]) for s in self.live)
+
+
+def arena(A, mask, extra=0):
+    """Offsets GO and a zeroed adjoint arena G for the slots in `mask`: 0-d slots at G[slot],
+    array slots packed after them, then `extra` more cells."""
+    GO = np.empty(len(A.sv), np.int64)
+    end = jit.arena_offsets(A.is_array, A.size, _bytes(mask), GO)
+    return GO, np.zeros(end + extra)
+
+
+def _bytes(mask):
+    """A mask as the uint8 array the jitted passes take (a view of a bool mask)."""
+    if mask.dtype == np.uint8:
+        return mask
+    return mask.view(np.uint8) if mask.dtype == np.bool_ else (mask != 0).view(np.uint8)
+
+
+def segment_bounds(n, cuts, dropped):
+    """(lo, hi) of each jitted reverse sweep between the `cuts` (rows, descending): a cut row
+    is swept with the segment below it unless it is in `dropped` (an escape row: its reverse
+    rule runs in NumPy). Blocked runs never cross a bound, so ``jit.local_pass`` needs these."""
+    out, hi = [], n
+    for c in cuts:
+        out.append((c + 1, hi))
+        hi = c if c in dropped else c + 1
+    out.append((0, hi))
+    return out
+
+
+def reverse_cuts(t, need, hooked=(), hubs=()):
+    """Where the reverse sweep stops for Python, and which of those rows Python sweeps itself."""
+    cuts = sorted({s for s in t.escapes if need[s]}.union(hooked, hubs), reverse=True)
+    return cuts, {c for c in cuts if c in t.escapes and need[c]}
+
+
+def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=None,
+                   summed=None, threads=1, runs=None, backward_state=None):
+    """Run the reverse sweep over the whole tape with the masks `need`, cut where Python must
+    run: before an escape row (its reverse rule is NumPy), after the last consumer of a slot in
+    `hooked` (its gradient is then complete: its hooks run) and at the hubs of Function calls in
+    `hubs`. `has` marks the slots that hold an adjoint in G. `fresh` maps an escape row to the
+    operand bits (1: a, 2: b) whose adjoint blocks its rule writes whole (a rule with
+    ``vjp_into`` that alone contributes to them), and 4: zero the row's own adjoint once read
+    (a compiled tape's arena is clean for its next call). `summed` maps an escape row to the
+    operand whose adjoint its a adjoint, summed over its rows, is (``summed_operands``).
+    `threads`: how many threads an escape's rule may split its work among (``compile``'s
+    argument, ``_run_escape``), and, with `runs` (runs(lo, hi): the large blocked runs of a
+    segment, highest first), each of those runs' blocks (the same bits: each element's
+    adjoint gets the same terms in the same order). `backward_state`: the BackwardState that
+    ``state.hook`` points look their members up in instead of their own (``run_hooks``)."""
+    if not (t.escapes or hooked or hubs or t.packed or runs is not None):
+        # nothing for Python between rows: one jitted sweep (most small tapes)
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, len(A.sv))
+        return
+    cuts, dropped = reverse_cuts(t, need, hooked, hubs)
+    hooked, hubs = set(hooked), set(hubs)
+    T = thread_count(threads) if runs is not None and threads != 1 else 1
+
+    def reverse(lo, hi, *part):
+        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi, *part)
+
+    def sweep(lo, hi):
+        reverse_in_shares(reverse, runs(lo, hi) if T > 1 else (), T, lo, hi)
+
+    unpacker = _Unpacker(t, A, need) if t.packed else None
+    if unpacker is not None:
+        sweep = unpacker.wrap(sweep)
+    for (lo, hi), c in zip(segment_bounds(len(A.sv), cuts, dropped), cuts + [None]):
+        sweep(lo, hi)
+        if c is None:
+            break
+        if c in hooked:
+            h = t.hooks[c]
+            o = GO[c]
+            g = G[o:o + A.size[c]].reshape(h.shape)
+            g[...] = run_hooks(h.hooks, g, f"a tensor of shape {h.shape}",
+                               backward_state)
+            if h.retain and retain_hooked:
+                h.grad = g.copy() if h.grad is None else h.grad + g
+        if c in hubs:
+            _run_function(t.functions[c], A, G, GO, has, need)
+        if c in dropped:
+            if unpacker is not None:
+                unpacker.unpack((c, A.R[c, 1], A.R[c, 2]))
+            _run_escape(t, A, c, G, GO, need[c], fresh.get(c, 0) if fresh else 0,
+                        summed.get(c) if summed else None, threads)
+
+
+def reverse_in_shares(reverse, runs, T, lo, hi):
+    """reverse(lo', hi') down through rows hi-1..lo in this thread, but each blocked run
+    (r0, r1) of `runs` (highest first, within lo..hi) by T workers, reverse(r0, r1, part) on
+    their shares of its blocks (``run_shares``)."""
+    for r0, r1 in runs:
+        reverse(r1, hi)
+        run_shares(lambda part: reverse(r0, r1, part), T)  # noqa: B023 (called at once)
+        hi = r0
+    reverse(lo, hi)
+
+
+def adjoint(A, G, GO, slot, shape):
+    """A slot's adjoint: a view when it is most of the arena (saves copying a large gradient),
+    else a copy, so that a small gradient does not keep the whole arena alive."""
+    o = GO[slot]
+    n = A.size[slot]
+    g = G[o:o + n].reshape(shape)
+    return g if 2 * n >= G.size else g.copy()
+
+
+def free_rows(t, A, rows):
+    """After a backward without retain_graph: mark `rows` (a mask) swept, release the Function
+    calls and packed values no unswept row needs, and the whole tape once every row is swept."""
+    n = len(A.sv)
+    if jit.mark_swept(t.freed, _bytes(rows), A.R):
+        t.release()
+        return
+    if t.functions:
+        for node in t.functions.values():
+            if all(t.freed[r] for r, _ in node.chain):
+                node.release()  # a Function's saved values go with its rows
+    # values that no unswept row reads: packed ones (save_on_disk: their files) and arrays
+    read = np.zeros(n, bool)
+    dropped = np.empty(n, np.int64)
+    for s in dropped[:jit.unread_values(t.freed, A.R, _READS_VALUE, A.is_array, A.VA, read,
+                                        dropped)].tolist():
+        t.av[t.side_of[s]] = None  # never read again: every row that reads it is swept
+    if t.packed:
+        for s in A.packed_slot[~read[A.packed_slot]]:
+            k = t.side_of[int(s)]
+            if k in t.packed:
+                t.packed.pop(k).release()
+
+
+def plan_need(t, A, root_slots, want, inputs, oldest=None):
+    """The need pass of one tape for a backward from `root_slots` to the leaves in `want`
+    (all leaves when None) and the non-leaf `inputs` on it; links to tapes from `oldest` on
+    (``tape.horizon``; None: every link) are sources conservatively (the older tape decides
+    exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
+    Returns (root, live, need)."""
+    n = len(A.R)
+    src, root, live, need = np.zeros((4, n), np.uint8)
+    for slot, (leaf, _) in t.leaves.items():
+        if want is None or id(leaf) in want:
+            src[slot] = 1
+    for slot, x in t.links.items():
+        if oldest is None or x._tape.id >= oldest:
+            src[slot] = 1
+    if want is not None:
+        for x in inputs:
+            if x._tape is t and x._meta is None:
+                src[x._slot] = 1
+    for slot in root_slots:
+        root[slot] = 1
+    jit.need_pass(A.R, src, root, live, need)
+    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
+        raise RuntimeError(BACKWARD_TWICE)
+    _check_versions(t, A, live, need)
+    return root, live, need
+
+
+def adjoint_takers(A, need):
+    """How many rows take each slot's adjoint (add to it in the reverse sweep)."""
+    a, b = A.R[:, 1], A.R[:, 2]
+    takes = np.concatenate([a[(need & NEED_A) != 0], b[(need & NEED_B) != 0]])
+    return np.bincount(takes[takes >= 0], minlength=len(A.sv))
+
+
+def summed_operands(t, A, need, live, keep):
+    """Escape row -> (slot u, sign, u's shape aligned to a's) where the rule's operand a is a row
+    ``x ± u`` (or ``u - x``) with u broadcast along a's rows (the product's M axis) and only u's
+    adjoint needed, and only the escape takes a's adjoint: u's adjoint is then the escape's a
+    adjoint summed over its rows, which the rule (``vjp_a_rows``) sums before its product (W2's
+    centring: the 2 MB adjoint of ``x - means`` and its 2.5 MFLOP product are never formed).
+    Row a is then not swept and holds no adjoint; updates `need` and `live`. `keep`: slots
+    whose own adjoint someone reads (outputs seeded, hooked tensors, inputs of a grad call).
+    The eager backward and compiled plans both sum this way, so their bits agree."""
+    count = adjoint_takers(A, need)
+    summed = {}
+    for c in sorted(t.escapes):
+        s = int(A.R[c, 1])
+        if (ESCAPES[TABLE[A.code[c]].name].vjp_a_rows is None or not need[c] & NEED_A or s in keep
+                or count[s] != 1):
+            continue
+        name = TABLE[A.code[s]].name
+        x, y = int(A.R[s, 1]), int(A.R[s, 2])
+        nd = need[s] & (NEED_A | NEED_B)
+        if name not in ("add", "subtract") or nd not in (NEED_A, NEED_B) or x < 0 or y < 0 or x == y:
+            continue
+        u = x if nd == NEED_A else y
+        sha = t.escapes[c][0]  # (a's shape as the product reads it: leading ones dropped)
+        if not A.is_array[u] or A.code[u] in _ESCAPE_CODES or len(sha) < 2:
+            continue
+        if _aligned(np.shape(t.value(s)), len(sha)) != sha:
+            continue
+        aligned = _aligned(np.shape(t.value(u)), len(sha))  # (u broadcasts to s: not None)
+        if aligned[-2] != 1:  # u not broadcast along the rows
+            continue
+        summed[c] = (u, -1.0 if name == "subtract" and u == y else 1.0, aligned)
+        need[s] = 0
+        live[s] = 0
+    return summed
+
+
+def _aligned(shape, n):
+    """`shape` broadcast-aligned to n axes: ones prepended, or leading ones dropped (None when
+    it has more than n axes that are not)."""
+    k = len(shape) - n
+    if k > 0:
+        return shape[k:] if all(d == 1 for d in shape[:k]) else None
+    return (1,) * -k + shape
+
+
+def _check_versions(t, A, live, need):
+    for slot, (leaf, version) in t.leaves.items():
+        if leaf._meta is None or leaf._meta.version == version or not live[slot]:
+            continue
+        R = A.R
+        users = np.flatnonzero(((R[:, 1] == slot) & ((need & NEED_A) != 0))
+                               | ((R[:, 2] == slot) & ((need & NEED_B) != 0)))
+        readers = [u for u in users if A.code[u] not in _VALUE_FREE]
+        if not readers:
+            continue
+        op = TABLE[A.code[readers[0]]].name
+        raise RuntimeError(
+            f"one of the values needed for gradient computation has been modified by an in-place "
+            f"operation: the leaf tensor of shape {leaf.shape} used by op '{op}' is at version "
+            f"{leaf._meta.version}; expected version {version}. Compute the gradient before "
+            f"updating the tensor in place, or record again after the update.")
+
+
+def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
+    """Run a NumPy reverse rule (BLAS/LAPACK) between two jitted segments. `fresh`: operand
+    bits whose adjoint block gets nothing else (the rule writes it whole: its reader need not
+    zero it), and 4: zero the row's own adjoint afterwards, while it is still in cache.
+    `summed`: (u, sign, shape): add sign * a's adjoint summed over its rows down to u's
+    (aligned) shape to u's adjoint, in place of a's (see sweep_segments). `threads` > 1: a
+    batched matmul large enough is split along its leading axis (``batch_pieces``), each piece
+    the same BLAS calls as in the whole, so the same bits."""
+    R = A.R
+    p = ESCAPES[TABLE[A.code[slot]].name]
+    sa, sb = int(R[slot, 1]), int(R[slot, 2])
+    sha, shb, shy, params = t.escapes[slot]
+    o = GO[slot]
+    g = g_block = G[o:o + A.size[slot]].reshape(shy)
+    y = np.reshape(t.value(slot), shy)
+    a = np.reshape(t.value(sa), sha)
+    b = np.reshape(t.value(sb), shb) if sb >= 0 else None
+    outs = p.outputs(sha, shb, **params)
+    if len(outs) > 1:  # several results packed in one row: the rule takes them apart
+        g, y = split(np, g, outs), split(np, y, outs)
+
+    def block(s, shape):
+        return G[GO[s]:GO[s] + A.size[s]].reshape(shape)
+
+    rows_to = None
+    if summed is not None:
+        u, sign, shape = summed
+        rows_to = (block(u, shape), np.add if sign > 0 else np.subtract, shape)
+        nd = int(nd) & ~1
+    adjoints = tuple(block(s, sh) if nd & bit else None
+                     for s, sh, bit in ((sa, sha, 1), (sb, shb, 2)))
+
+    def cut(x, lo, hi):
+        return x if hi is None or x is None else x[lo:hi]
+
+    def rows():  # a's adjoint, summed over its rows, to u's
+        u_block, op, shape = rows_to
+        op(u_block, np.reshape(p.vjp_a_rows(g, b, shape), shape), out=u_block)
+
+    def rule(lo=0, hi=None):  # the rule on the batch elements lo..hi-1 (hi None: all)
+        adj = tuple(cut(x, lo, hi) for x in adjoints)
+        into = tuple(x if fresh & bit else None for x, bit in zip(adj, (WRITES_A, WRITES_B)))
+        if hi is None:
+            args = (g, y, a, b, bool(nd & NEED_A), bool(nd & NEED_B))
+        else:  # (pieces: matmul_blas only, one result)
+            args = (g[lo:hi], y[lo:hi], a[lo:hi], cut(b, lo, hi), bool(nd & NEED_A),
+                    bool(nd & NEED_B))
+        # (with `into`, the rule may write those adjoints' blocks itself, and return them)
+        ga, gb = (p.vjp(NUMPY, *args, out=into) if fresh & (WRITES_A | WRITES_B)
+                  else p.vjp(NUMPY, *args, **params))
+        for gs, to, into_s, bit in ((ga, adj[0], into[0], NEED_A), (gb, adj[1], into[1], NEED_B)):
+            if nd & bit and gs is not into_s:
+                if fresh & bit:
+                    # the rule returned a new array: store g + 0 (the bits of adding g to
+                    # zero), since the block, which nothing else adds to, may hold the last
+                    # call's values
+                    np.add(np.reshape(gs, to.shape), 0.0, out=to)
+                else:
+                    to += np.reshape(gs, to.shape)
+
+    pieces = batch_pieces(p, sha, shb, shy, threads)
+    if pieces and (rows_to is None or summed[0] not in (sa, sb)):
+        # each piece one BLAS call, with little Python around it: threads in Python take turns
+        # on the GIL, and a turn costs a thread's wake-up (~40 us); this thread sums the rows
+        # after its piece (into another block than the rule's: the same bits in any order)
+        def piece(lo, hi, first):
+            rule(lo, hi)
+            if first and rows_to is not None:
+                rows()
+
+        native = None
+        if (nd & (NEED_A | NEED_B)) == NEED_B and fresh & WRITES_B:  # b's adjoint alone, a^T g
+            # written whole: the workers' pieces natively
+            native = cached_native_pieces(
+                t.native, (slot, "reverse"), (t.value(sa), G, int(o), int(GO[sb]), tuple(pieces)),
+                lambda: native_pieces(np.swapaxes(a, -1, -2), g, adjoints[1], pieces))
+        run_pieces(piece, [(lo, hi, k == 0) for k, (lo, hi) in enumerate(pieces)], native)
+    else:
+        if rows_to is not None:
+            rows()
+        rule()
+    if fresh & ZEROES_OWN:
+        g_block[...] = 0.0
+
+
+# a batched matmul is split among threads from this many multiply-adds (W2's: 2.5 million)
+THREAD_FLOPS = 1 << 20
+
+
+def batch_pieces(p, sha, shb, shy, threads):
+    """[(lo, hi), ...]: `threads` pieces (``compile``'s argument: resolved by
+    ``thread_count`` only for a row worth splitting, since that reads the environment and asks
+    the OS) of the leading axis for a matmul row whose operands and result share their batch
+    axes (no batch broadcasting, so each batch element is one BLAS call of its own, whichever
+    piece makes it), or None when it is not worth splitting."""
+    if (threads == 1 or p.name != "matmul_blas" or len(shy) < 3 or len(sha) != len(shy)
+            or len(shb) != len(shy) or sha[:-2] != shy[:-2] or shb[:-2] != shy[:-2]
+            or shy[0] < 2 or math.prod(shy) * sha[-1] < THREAD_FLOPS):
+        return None
+    T = min(thread_count(threads), shy[0])
+    if T < 2:
+        return None
+    cuts = [shy[0] * k // T for k in range(T + 1)]
+    return [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
+
+
+def _run_function(node, A, G, GO, live, need):
+    """Run a tape.Function's backward (Python) at its hub, between two jitted segments."""
+    grads = []
+    for slot, shape in node.outs:
+        if slot is None or not live[slot]:
+            grads.append(None)
+        else:
+            o = GO[slot]
+            grads.append(G[o:o + A.size[slot]].reshape(shape).copy() if shape else
+                         float(G[o]))
+    for slot, g in node.run_backward(grads, need):
+        o = GO[slot]
+        G[o:o + A.size[slot]] += np.reshape(g, -1)

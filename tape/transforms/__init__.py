@@ -1,0 +1,1 @@
+"""Function transforms built on both modes: grad, vjp, jacobians, gradcheck, checkpoint."""
