@@ -27,18 +27,21 @@ partial once per element (a binary row fills both operands' partials in that one
 shared loop applies them to the k directions, element loop innermost (contiguous in this layout,
 so it vectorizes). Per-row loops were measured against this: recomputing a call-free partial per
 direction was as fast, but one two-level loop per row and operand took ~28 s to compile cold
-versus ~15-18 s here. The other families have hand-written bodies below (``CUSTOM``), each the
-exact transpose of the reverse body in ``_generate.py`` (same weights, same tie and zero
-conventions), so that <v, J u> == <J^T v, u> holds at ties and zeros too.
+versus ~15-18 s here. The other families' bodies are real functions of ``jit/families/``
+(``tangent_<row>``), each the exact transpose of the reverse body beside it (same weights, same
+tie and zero conventions), so that <v, J u> == <J^T v, u> holds at ties and zeros too.
 """
 from __future__ import annotations
 
 import os
 import sys
 
+from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
+                        rendered_part)
 from ._generate import HEADER as _INTERP_HEADER
-from ._generate import _indent, _uses, arithmetic_codes, prelude, raw_access, write_or_check
-from .table import FAMILIES, TABLE
+from ._generate import prelude, write_or_check
+from .families import elementwise, family_modules
+from .families.elementwise import arithmetic_codes, scalar_branches
 
 OUT = os.path.join(os.path.dirname(__file__), "_tangent.py")
 
@@ -50,93 +53,6 @@ HEADER = '''\
 # notices changes to the file that holds a jitted entry point.
 ''' + _INTERP_HEADER[_INTERP_HEADER.index("import numpy"):]
 
-ENTRY_POINT = '''
-
-SIG_TANGENT_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
-                     "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64, int64)")
-
-
-@njit(error_model="numpy")
-def _tangent_scalars(R, TO, sv, T, act, k, lo, hi):
-    """Push k directions through rows lo.. up to the first active row that is not a 0-d row of
-    0-d operands (or to hi); returns that row. A loop of its own, as the other sweeps' 0-d
-    loops (``_forward_scalars``): inside the row loop it took longer."""
-    pR = _addr(R)  # rows, 0-d values and tangents by raw address (see _generate.py)
-    psv = _addr(sv)
-    pT = _addr(T)
-    i = lo - 1
-    while i < hi - 1:
-        i += 1
-        nd = act[np.uint64(i)]  # an unsigned index: no wrap-around test
-        if nd == 0:
-            continue
-        r = pR + 32 * i
-        if _ld_word(r + 24) >= 0:
-            return i
-        code = _ld_word(r)
-        op = code & 255
-        sa = _ld_word(r + 8)
-        sb = _ld_word(r + 16)
-        # the partials, then one shared write of the tangent
-{scalar_body}
-    return hi
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
-    """Push k tangent directions through rows lo..hi-1 (escape rows are run by the driver)."""
-    # scratch for one array row's partials (2 per element), allocated once: growing it inside
-    # the loop made Numba refcount it on every row (the 0-d rows ran ~20% slower)
-    m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
-    D = np.empty(2 * m)
-    pR = _addr(R)  # rows by raw address (see _generate.py)
-    i = lo - 1
-    while i < hi - 1:
-        i += 1
-        nd = act[i]
-        if nd == 0:
-            continue
-        r = pR + 32 * i
-        code = _ld_word(r)
-        op = code & 255
-        sa = _ld_word(r + 8)
-        sb = _ld_word(r + 16)
-        side = _ld_word(r + 24)
-        if side < 0:
-            i = _tangent_scalars(R, TO, sv, T, act, k, i, hi) - 1
-            continue
-        n = S[side, 0]
-        iat = S[side, 1]
-        fat = S[side, 2]
-        fam = _FAMILY[op]
-        py = VA[i]
-        ty = TO[i]
-        pa = VA[sa]
-        ta = TO[sa]
-        na = S[R[sa, 3], 0] if R[sa, 3] >= 0 else 1  # operand sizes: the direction strides
-        pb = 0
-        tb = 0
-        nb = 0
-        if sb >= 0:
-            pb = VA[sb]
-            tb = TO[sb]
-            nb = S[R[sb, 3], 0] if R[sb, 3] >= 0 else 1
-{array_body}
-'''
-
-# Loop variables of the generated loops; a table formula must not use them.
-LOOP_NAMES = ("e", "n", "ja", "jb", "D", "da", "db")
-
-
-def _check_formula(p, d):
-    for name in LOOP_NAMES:
-        if _uses(d, name):
-            raise ValueError(f"{p.name}: partial {d!r} uses {name!r}, a loop variable of the "
-                             "tangent kernels; rename it in jit/_generate_tangent.py")
-
-
 def _scalar_body():
     add, sub, mul = arithmetic_codes()  # branchless, as in the other sweeps
     out = ["da = 0.0", "db = 0.0",
@@ -145,25 +61,7 @@ def _scalar_body():
            "    b = sv[sb]",
            f"    da = b if op == {mul} else 1.0",
            f"    db = a if op == {mul} else (1.0 if op == {add} else -1.0)"]
-    for code, p in enumerate(TABLE):
-        if p.family not in ("unary", "binary") or code in (add, sub, mul):
-            continue
-        out.append(f"elif op == {code}:  # {p.name}")
-        if p.family == "unary":
-            (d,) = p.d
-            body = []
-            if _uses(d, "x"):
-                body.append("x = sv[sa]")
-            if _uses(d, "y"):
-                body.append("y = sv[i]")
-            body.append(f"da = {d}")
-        else:
-            da, db = p.d
-            body = [f"{v} = {load}" for v, load in (("a", "sv[sa]"), ("b", "sv[sb]"),
-                                                    ("y", "sv[i]"))
-                    if _uses(da, v) or _uses(db, v)]
-            body += ["if nd & 1:", f"    da = {da}", "if nd & 2:", f"    db = {db}"]
-        out += ["    " + ln for ln in body]
+    out += scalar_branches("tangent")
     out += [
         "else:  # no other family has 0-d rows without a side row",
         "    continue",
@@ -191,349 +89,22 @@ def _scalar_body():
         "        T[oy + j] = da * T[oa + j] + db * T[ob + j]",
     ]
     # 0-d values and tangents by raw address (Numba's wrap-around of signed indices)
-    return _indent([raw_access(raw_access(ln, "sv", "psv"), "T", "pT") for ln in out], 8)
+    return indent([raw_access(raw_access(ln, "sv", "psv"), "T", "pT") for ln in out], 8)
 
 
-def _unary_case(p):
-    """Loop filling D with the derivative of a unary row."""
-    (d,) = p.d
-    _check_formula(p, d)
-    loop = ["for e in range(n):"]
-    if _uses(d, "x"):
-        loop.append("    x = _ld(pa, e)")
-    if _uses(d, "y"):
-        loop.append("    y = _ld(py, e)")
-    return loop + [f"    D[e] = {d}"]
-
-
-def _binary_partials(p):
-    """Loop filling D[:n] / D[n:2n] with the partials of operands a / b of a binary row (both,
-    in one loop: half the code of one loop per operand, for a few wasted flops when only one
-    operand carries a tangent)."""
-    da, db = p.d
-    _check_formula(p, da)
-    _check_formula(p, db)
-    loop = ["for e in range(n):"]
-    for v in ("a", "b"):
-        if _uses(da, v) or _uses(db, v):
-            loop += [f"    j{v} = IA[m{v} + e] if m{v} >= 0 else e * st{v}",
-                     f"    {v} = _ld(p{v}, j{v})"]
-    if _uses(da, "y") or _uses(db, "y"):
-        loop.append("    y = _ld(py, e)")
-    return loop + [f"    D[e] = {da}", f"    D[n + e] = {db}"]
-
-
-APPLY = '''
-@njit(error_model="numpy")
-def _apply(T, D, do, ty, tx, n, nx, k, mx, stx, IA, add):
-    """T[y] = D[do:do + n] * T[x] (or +=) for k directions, where operand x has the result's
-    size, or one element (stx == 0), or is broadcast through the index map at IA[mx] (mx >= 0)."""
-    for j in range(k):
-        oy = ty + j * n
-        ox = tx + j * nx
-        if mx >= 0:
-            if add:
-                for e in range(n):
-                    T[oy + e] += D[do + e] * T[ox + IA[mx + e]]
-            else:
-                for e in range(n):
-                    T[oy + e] = D[do + e] * T[ox + IA[mx + e]]
-        elif stx == 0:  # a loop-invariant operand tangent: the loops vectorize
-            t = T[ox]
-            if add:
-                for e in range(n):
-                    T[oy + e] += D[do + e] * t
-            else:
-                for e in range(n):
-                    T[oy + e] = D[do + e] * t
-        elif add:
-            for e in range(n):
-                T[oy + e] += D[do + e] * T[ox + e]
-        else:
-            for e in range(n):
-                T[oy + e] = D[do + e] * T[ox + e]
-
-
-@njit(error_model="numpy")
-def _apply2(T, D, ty, ta, tb, n, k):
-    """T[y] = D[:n] * T[a] + D[n:2n] * T[b] for operands of the result's size: one pass over the
-    result instead of two (k large tangent blocks make these rows memory-bound)."""
-    for j in range(k):
-        oy = ty + j * n
-        oa = ta + j * n
-        ob = tb + j * n
-        for e in range(n):
-            T[oy + e] = D[e] * T[oa + e] + D[n + e] * T[ob + e]
-'''
-
-
-# Hand-written JVP bodies of the non-elementwise rows, keyed by row name: each is the transpose of
-# the reverse body of the same name in _generate.py. Names in scope: the kernel's arguments
-# (KERNEL_ARGS), op, and for select rows fl, sta, stb, ma, mb. Direction j of the result starts at
-# ty + j * n, of operand a at ta + j * na, of operand b at tb + j * nb.
-CUSTOM = {
-    "where": """
-mk = iat + 2  # the mask follows the two index-map offsets
-for j in range(k):
-    oy = ty + j * n
-    for e in range(n):
-        v = 0.0  # the tangent of an operand without one is zero
-        if IA[mk + e]:
-            if nd & 1:
-                ja = IA[ma + e] if ma >= 0 else e * sta
-                v = T[ta + j * na + ja]
-        elif nd & 2:
-            jb = IA[mb + e] if mb >= 0 else e * stb
-            v = T[tb + j * nb + jb]
-        T[oy + e] = v
-""",
-    "sum": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for j in range(k):
-    oa = ta + j * na
-    oy = ty + j * n
-    if Q == 1:  # contiguous reduced runs: accumulate in a register
-        for p in range(P):
-            acc = 0.0
-            for r in range(Rr):
-                acc += T[oa + p * Rr + r]
-            T[oy + p] = acc
-        continue
-    for p in range(P):
-        for q in range(Q):
-            T[oy + p * Q + q] = 0.0
-        for r in range(Rr):
-            base = oa + (p * Rr + r) * Q
-            for q in range(Q):
-                T[oy + p * Q + q] += T[base + q]
-""",
-    "prod": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-left = np.empty(Rr)  # prefix and suffix products, for the lines without a safe division
-right = np.empty(Rr)
-for p in range(P):
-    for q in range(Q):
-        rest = 1.0
-        for r in range(Rr):
-            rest *= _ld(pa, (p * Rr + r) * Q + q)
-        # the reverse's weights: rest / x_r when every factor is finite and nonzero, else the
-        # products of the others (prefix times suffix, exact at zeros and infinities)
-        safe = rest != 0.0 and abs(rest) < inf
-        if not safe:
-            run = 1.0
-            for r in range(Rr):
-                left[r] = run
-                run *= _ld(pa, (p * Rr + r) * Q + q)
-            run = 1.0
-            for r in range(Rr - 1, -1, -1):
-                right[r] = run
-                run *= _ld(pa, (p * Rr + r) * Q + q)
-        for j in range(k):
-            oa = ta + j * na
-            acc = 0.0
-            for r in range(Rr):
-                off = (p * Rr + r) * Q + q
-                if safe:
-                    acc += (rest / _ld(pa, off)) * T[oa + off]
-                else:
-                    acc += (left[r] * right[r]) * T[oa + off]
-            T[ty + j * n + p * Q + q] = acc
-""",
-    "amax": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for p in range(P):
-    for q in range(Q):
-        y = _ld(py, p * Q + q)
-        ties = 0
-        last = 0
-        for r in range(Rr):
-            x = _ld(pa, (p * Rr + r) * Q + q)
-            if x == y or (x != x and y != y):
-                ties += 1
-                last = r
-        if ties == 1:  # the common case: copy the tangent of the one extreme element
-            for j in range(k):
-                T[ty + j * n + p * Q + q] = T[ta + j * na + (p * Rr + last) * Q + q]
-            continue
-        # the mean of the tangents of the ties (the reverse splits the adjoint evenly)
-        for j in range(k):
-            oa = ta + j * na
-            acc = 0.0
-            for r in range(Rr):
-                off = (p * Rr + r) * Q + q
-                x = _ld(pa, off)
-                if x == y or (x != x and y != y):
-                    acc += T[oa + off]
-            T[ty + j * n + p * Q + q] = acc / ties
-""",
-    "cumsum": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for j in range(k):
-    oa = ta + j * na
-    oy = ty + j * n
-    for p in range(P):
-        for q in range(Q):
-            acc = 0.0
-            for r in range(Rr):
-                off = (p * Rr + r) * Q + q
-                acc += T[oa + off]
-                T[oy + off] = acc
-""",
-    "cumprod": """
-P = IA[iat]
-Rr = IA[iat + 1]
-Q = IA[iat + 2]
-for j in range(k):
-    oa = ta + j * na
-    oy = ty + j * n
-    for p in range(P):
-        for q in range(Q):
-            # the product rule dy_r = x_r dy_{r-1} + y_{r-1} dx_r: no division, so exact at zeros
-            # and infinities, and O(R)
-            acc = 0.0
-            for r in range(Rr):
-                off = (p * Rr + r) * Q + q
-                if r > 0:
-                    acc = _ld(pa, off) * acc + _ld(py, off - Q) * T[oa + off]
-                else:
-                    acc = T[oa + off]
-                T[oy + off] = acc
-""",
-    "gather": """
-for j in range(k):
-    oa = ta + j * na
-    oy = ty + j * n
-    for e in range(n):
-        T[oy + e] = T[oa + IA[iat + e]]
-""",
-    "scatter": """
-m = IA[iat]
-for j in range(k):
-    oy = ty + j * n
-    if nd & 1:
-        oa = ta + j * na
-        for e in range(n):
-            T[oy + e] = T[oa + e]
-    else:
-        for e in range(n):
-            T[oy + e] = 0.0
-    # every written position has exactly one winning write (the last, as in NumPy)
-    for w in range(m):
-        if IA[iat + 1 + m + w]:
-            T[oy + IA[iat + 1 + w]] = T[tb + j * nb + w] if nd & 2 else 0.0
-""",
-    "matmul": """
-B = IA[iat]
-M = IA[iat + 1]
-K = IA[iat + 2]
-N = IA[iat + 3]
-batch_a = IA[iat + 4]
-batch_b = IA[iat + 5]
-for j in range(k):
-    for bi in range(B):
-        oa = bi * M * K * batch_a
-        ob = bi * K * N * batch_b
-        oy = ty + j * n + bi * M * N
-        for m in range(M):
-            for c in range(N):
-                acc = 0.0  # dY = dA B + A dB
-                if nd & 1:
-                    for kk in range(K):
-                        acc += T[ta + j * na + oa + m * K + kk] * _ld(pb, ob + kk * N + c)
-                if nd & 2:
-                    for kk in range(K):
-                        acc += _ld(pa, oa + m * K + kk) * T[tb + j * nb + ob + kk * N + c]
-                T[oy + m * N + c] = acc
-""",
-}
-CUSTOM["amin"] = CUSTOM["amax"]  # ties and NaN handling are the same for min and max
-
-# Arguments of every family kernel: the row's primal addresses, tangent offsets and strides, and
-# the scratch D for elementwise partials.
-KERNEL_ARGS = "code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D, IA, FA"
-
-
-def _chain(rows, case):
-    """An if/elif chain over the rows' opcodes, with case(p) as each body; rows with the same
-    body share one branch (less code to compile)."""
-    bodies = {}  # body text -> (codes, names, lines), in table order
-    for code, p in rows:
-        lines = case(p)
-        entry = bodies.setdefault("\n".join(lines), ([], [], lines))
-        entry[0].append(code)
-        entry[1].append(p.name)
-    out = []
-    for j, (codes, names, lines) in enumerate(bodies.values()):
-        test = " or ".join(f"op == {c}" for c in codes)
-        out.append(f"{'if' if j == 0 else 'elif'} {test}:  # {', '.join(names)}")
-        out += ["    " + ln if ln else "" for ln in lines]
-    return out
-
-
-def _custom(p):
-    if p.name not in CUSTOM:
-        raise KeyError(f"row {p.name!r} (family {p.family}) has no tangent body: add one to "
-                       "CUSTOM in jit/_generate_tangent.py (the transpose of its reverse body)")
-    return CUSTOM[p.name].strip("\n").splitlines()
-
-
-def _family_kernels():
-    """One @njit kernel per array family, and the sweep's dispatch to them (one call per row).
-
-    Elementwise rows fill D with a partial (one flat loop per row, the partial computed once per
-    element), and one shared loop applies it to the k directions: each row's code stays small,
-    which keeps the cold compile short (Numba's front end grows faster than linearly with code).
-    """
-    kernels, calls = [], []
-    for fi, fam in enumerate(FAMILIES):
-        rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]
-        if fam in ("input", "escape") or not rows:
-            continue
-        name = f"_tangent_{fam}"
-        calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}",
-                  f"    {name}({KERNEL_ARGS})"]
-        body = ["op = code & 255"]
-        if fam in ("binary", "select"):
-            # flags as in the reverse sweep: 1/2 operand a/b has one element; 4/8 operand a/b is
-            # read through the index map at IA[IA[iat]] / IA[IA[iat + 1]]
-            body += ["fl = code >> 8",
-                     "sta = 0 if fl & 1 else 1",
-                     "stb = 0 if fl & 2 else 1",
-                     "ma = IA[iat] if fl & 4 else -1",
-                     "mb = IA[iat + 1] if fl & 8 else -1"]
-        if fam == "unary":
-            body += _chain(rows, _unary_case)
-            body += ["_apply(T, D, 0, ty, ta, n, n, k, -1, 1, IA, False)"]
-        elif fam == "binary":
-            body += _chain(rows, _binary_partials)
-            body += ["if nd == 3 and fl == 0:",
-                     "    _apply2(T, D, ty, ta, tb, n, k)",
-                     "else:",
-                     "    if nd & 1:",
-                     "        _apply(T, D, 0, ty, ta, n, na, k, ma, sta, IA, False)",
-                     "    if nd & 2:",
-                     "        _apply(T, D, n, ty, tb, n, nb, k, mb, stb, IA, (nd & 1) != 0)"]
-        else:
-            body += _chain(rows, _custom)
-        kernels.append(f'@njit(error_model="numpy")\ndef {name}({KERNEL_ARGS}):\n'
-                       f'    """Tangent (JVP) of one {fam} row, k directions."""\n'
-                       + _indent(body, 4))
-    return "\n\n\n".join(kernels), _indent(calls, 8)
+# The tangent family kernels (jit/_assemble.py): a row's primal addresses, tangent offsets and
+# direction strides, and the scratch D for elementwise partials. Direction j of the result
+# starts at ty + j * n, of operand a at ta + j * na, of operand b at tb + j * nb.
+TANGENT = Mode("tangent", "code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D, IA, FA",
+               "Tangent (JVP) of one {family} row, k directions.")
 
 
 def render() -> str:
     text = prelude(HEADER) + "\n"
-    kernels, calls = _family_kernels()
-    body = ENTRY_POINT.replace("{scalar_body}", _scalar_body()).replace("{array_body}", calls)
-    return text + APPLY + "\n\n" + kernels + "\n" + body
+    kernels, calls = family_kernels(TANGENT, family_modules())
+    body = fill(rendered_part("tangent.py"), {"scalar_body": _scalar_body(), "array_body": calls})
+    helpers = "\n\n".join(function_source(fn) for fn in elementwise.TANGENT_HELPERS)
+    return text + "\n" + helpers + "\n\n" + kernels + "\n" + body
 
 
 def main(argv=None):

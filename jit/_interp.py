@@ -18,6 +18,15 @@ LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 
 
+if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
+    # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
+    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
+    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
+    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
+
+
+# raw-address access (jit/_raw.py)
+
 @intrinsic
 def _ld(typingctx, addr, i):
     """Load element i of the float64 buffer at address addr (values live in NumPy buffers)."""
@@ -40,20 +49,6 @@ def _ld_word(typingctx, addr):
         return builder.load(ptr)
 
     return sig, codegen
-
-
-if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
-    import ctypes  # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
-
-    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
-    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
-    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
-
-    def _ld(addr, i):
-        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
-
-    def _ld_word(addr):
-        return ctypes.c_int64.from_address(int(addr)).value
 
 
 @intrinsic
@@ -81,7 +76,15 @@ def _addr(typingctx, arr):
     return sig, codegen
 
 
-if config.DISABLE_JIT:
+if config.DISABLE_JIT:  # plain Python over ctypes: NumPy scalars give Numba's IEEE results
+    import ctypes
+
+    def _ld(addr, i):
+        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
+
+    def _ld_word(addr):
+        return ctypes.c_int64.from_address(int(addr)).value
+
     def _st(addr, i, v):
         ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
 
@@ -314,6 +317,23 @@ def _pick_fmax(a, b):
     if a == b:
         return 0.5
     return 0.0
+
+
+# the families' attribute layouts (jit/families/)
+@njit(error_model="numpy")
+def reduce_layout(IA, iat):
+    """(P, R, Q) of a reduce or scan row whose ints start at IA[iat]: the operand seen as a
+    C-ordered (P, R, Q) array, reduced or scanned over R."""
+    return IA[iat], IA[iat + 1], IA[iat + 2]
+
+
+@njit(error_model="numpy")
+def matmul_layout(IA, iat):
+    """(B, M, K, N, batch_a, batch_b) of a matmul row whose ints start at IA[iat]: B batches of
+    an (M, K) by (K, N) product; batch_a / batch_b is 1 when the operand has one matrix per
+    batch, 0 when every batch shares one."""
+    return IA[iat], IA[iat + 1], IA[iat + 2], IA[iat + 3], IA[iat + 4], IA[iat + 5]
+
 
 
 # family code of every opcode (a frozen global inside the kernels)
@@ -1166,11 +1186,9 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     pG = _addr(G)
     op = code & 255
     if op == 44:  # sum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
-        if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's (25000, 10) -> 25000
-            for p in range(P):  # row: 347 us with a loop of length 1 per element, 57 us so)
+        P, Rr, Q = reduce_layout(IA, iat)
+        if Q == 1:  # the reduced axis is the last: one adjoint per run of Rr (W2's
+            for p in range(P):  # (25000, 10) -> 25000 row: 57 us so, 347 us a loop per element)
                 g = _ld(pG, gy + p)
                 for r in range(Rr):
                     _st(pG, ga + p * Rr + r, _ld(pG, ga + p * Rr + r) + (g))
@@ -1181,9 +1199,7 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     for q in range(Q):
                         _st(pG, ga + base + q, _ld(pG, ga + base + q) + (_ld(pG, gy + p * Q + q)))
     elif op == 45:  # prod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         left = np.empty(Rr)  # prefix products, for the rare lines without a safe division
         for p in range(P):
             for q in range(Q):
@@ -1205,49 +1221,8 @@ def _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                         off = (p * Rr + r) * Q + q
                         _st(pG, ga + off, _ld(pG, ga + off) + (g * (left[r] * run)))
                         run *= _ld(pa, off)
-    elif op == 46:  # amax
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
-        if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
-            for p in range(P):
-                y = _ld(py, p)
-                ties = 0
-                for r in range(Rr):
-                    x = _ld(pa, p * Rr + r)
-                    ties += (x == y) | ((x != x) & (y != y))
-                share = _ld(pG, gy + p) / ties
-                for r in range(Rr):  # (a select, not a branch: the loop vectorizes)
-                    x = _ld(pa, p * Rr + r)
-                    old = _ld(pG, ga + p * Rr + r)
-                    _st(pG, ga + p * Rr + r, old + share if (x == y) | ((x != x) & (y != y)) else old)
-        else:  # the same, Q extremes at a time along the contiguous axis, branch-free (W2's max over
-            # axis 0 of a (25, 1000) array: 77 -> 42 us a branch per element, 13 us so); each tie
-            # gets the same share once, so the same bits
-            share = np.empty(Q)
-            ps = _addr(share)
-            for p in range(P):
-                for q in range(Q):
-                    _st(ps, q, 0.0)
-                for r in range(Rr):
-                    o = (p * Rr + r) * Q
-                    for q in range(Q):
-                        x = _ld(pa, o + q)
-                        y = _ld(py, p * Q + q)
-                        _st(ps, q, _ld(ps, q) + (1.0 if (x == y) | ((x != x) & (y != y)) else 0.0))
-                for q in range(Q):  # the count of ties, now each one's share
-                    _st(ps, q, _ld(pG, gy + p * Q + q) / _ld(ps, q))
-                for r in range(Rr):
-                    o = (p * Rr + r) * Q
-                    for q in range(Q):
-                        x = _ld(pa, o + q)
-                        y = _ld(py, p * Q + q)
-                        old = _ld(pG, ga + o + q)
-                        _st(pG, ga + o + q, old + _ld(ps, q) if (x == y) | ((x != x) & (y != y)) else old)
-    elif op == 47:  # amin
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+    elif op == 46 or op == 47:  # amax, amin
+        P, Rr, Q = reduce_layout(IA, iat)
         if Q == 1:  # one extreme per run of Rr: count its ties, then share the adjoint among them
             for p in range(P):
                 y = _ld(py, p)
@@ -1291,9 +1266,7 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     pG = _addr(G)
     op = code & 255
     if op == 48:  # cumsum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 0.0
@@ -1302,9 +1275,7 @@ def _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
                     acc += _ld(pG, gy + off)
                     _st(pG, ga + off, _ld(pG, ga + off) + (acc))
     elif op == 49:  # cumprod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 # ga_r = y_{r-1} T_r with T_r = g_r + x_{r+1} T_{r+1}: no division, so exact at zeros
@@ -1360,12 +1331,7 @@ def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     pG = _addr(G)
     op = code & 255
     if op == 52:  # matmul
-        B = IA[iat]
-        M = IA[iat + 1]
-        K = IA[iat + 2]
-        N = IA[iat + 3]
-        batch_a = IA[iat + 4]
-        batch_b = IA[iat + 5]
+        B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
         for bi in range(B):
             oa = bi * M * K * batch_a
             ob = bi * K * N * batch_b
@@ -1827,7 +1793,8 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
         return r0
     ratio = g / seed
     mantissa, _ = frexp(ratio)
-    exact = abs(mantissa) == 0.5 and abs(ratio) >= 2.2250738585072014e-308         and ratio * seed == g  # (a normal power of two, and exactly g's)
+    exact = abs(mantissa) == 0.5 and abs(ratio) >= 2.2250738585072014e-308 \
+        and ratio * seed == g  # (a normal power of two, and exactly g's)
     pG = _addr(G)
     for s in _run_inputs(R, need, r0, e):  # (only the run has added to these yet)
         o = GO[s]
@@ -2833,9 +2800,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
     """Value of one reduce row, written in place."""
     op = code & 255
     if op == 44:  # sum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         if Q == 1 and Rr <= 128:  # the reduced run is contiguous: NumPy sums it pairwise
             for p in range(P):  # (W2's 25,000 lines of 10: 205 -> 95 us with the leaf inlined here)
                 _st(py, p, 0.0 + _pairwise_leaf(pa, p * Rr, Rr))
@@ -2850,9 +2815,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
                         acc += _ld(pa, (p * Rr + r) * Q + q)
                     _st(py, p * Q + q, acc)
     elif op == 45:  # prod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 1.0
@@ -2860,9 +2823,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
                     acc *= _ld(pa, (p * Rr + r) * Q + q)
                 _st(py, p * Q + q, acc)
     elif op == 46:  # amax
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = -inf
@@ -2872,9 +2833,7 @@ def _forward_reduce(code, n, iat, pa, pb, py, IA, W):
                     acc = _maximum(acc, _ld(pa, (p * Rr + r) * Q + q))
                 _st(py, p * Q + q, acc)
     elif op == 47:  # amin
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = inf
@@ -2890,9 +2849,7 @@ def _forward_scan(code, n, iat, pa, pb, py, IA, W):
     """Value of one scan row, written in place."""
     op = code & 255
     if op == 48:  # cumsum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 0.0
@@ -2902,9 +2859,7 @@ def _forward_scan(code, n, iat, pa, pb, py, IA, W):
                     acc = x if r == 0 else acc + x
                     _st(py, off, acc)
     elif op == 49:  # cumprod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 acc = 1.0
@@ -2942,12 +2897,7 @@ def _forward_matmul(code, n, iat, pa, pb, py, IA, W):
     """Value of one matmul row, written in place."""
     op = code & 255
     if op == 52:  # matmul
-        B = IA[iat]
-        M = IA[iat + 1]
-        K = IA[iat + 2]
-        N = IA[iat + 3]
-        batch_a = IA[iat + 4]
-        batch_b = IA[iat + 5]
+        B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
         for bi in range(B):
             oa = bi * M * K * batch_a
             ob = bi * K * N * batch_b
@@ -3407,7 +3357,7 @@ def _forward_scalar_other(op, psv, sa, sb, i):
 @njit(error_model="numpy", inline="always")
 def _scalar_run_end(pR, lo, hi):
     """The row after the run of 0-d rows that row lo (0-d) starts, at most hi: -1 - R[lo, 3]
-    (tape/core/arrays.py marks it), or, in rows not marked (-1), the first row found that is not
+    (tape/_arrays.py marks it), or, in rows not marked (-1), the first row found that is not
     0-d. A loop that knows its end up front does not test every row (see mark_scalar_runs)."""
     e = -1 - _ld_word(pR + 32 * lo + 24)
     if e <= lo:
@@ -3527,7 +3477,7 @@ def elementwise(code, a, b, y, n, field, IA):
     arrays: a read-only one, such as a leaf's buffer, would compile another signature, and
     typing array arguments costs more than the loop on small ones.) Flags
     1 / 2: a / b has one element; flag 16: the strided broadcast nest at IA[2:11]
-    (``tape.core.record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
+    (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
     entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
     ~13 s longer, once; loaded from the cache after)."""
     pa = a if field < 0 else _ld_word(a + field)

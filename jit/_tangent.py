@@ -18,6 +18,15 @@ LN2 = 0.6931471805599453
 LN10 = 2.302585092994046
 
 
+if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
+    # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
+    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
+    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
+    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
+
+
+# raw-address access (jit/_raw.py)
+
 @intrinsic
 def _ld(typingctx, addr, i):
     """Load element i of the float64 buffer at address addr (values live in NumPy buffers)."""
@@ -40,20 +49,6 @@ def _ld_word(typingctx, addr):
         return builder.load(ptr)
 
     return sig, codegen
-
-
-if config.DISABLE_JIT:  # plain Python, so the interpreters also run (slowly) without Numba:
-    import ctypes  # NumPy scalars and functions give the IEEE results Numba gives (inf, NaN)
-
-    from numpy import arccos as acos, arccosh as acosh, arcsin as asin, arcsinh as asinh
-    from numpy import arctan as atan, arctan2 as atan2, arctanh as atanh, cos, cosh, exp
-    from numpy import exp2, expm1, hypot, log, log1p, log2, log10, sin, sinh, sqrt, tan, tanh
-
-    def _ld(addr, i):
-        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
-
-    def _ld_word(addr):
-        return ctypes.c_int64.from_address(int(addr)).value
 
 
 @intrinsic
@@ -81,7 +76,15 @@ def _addr(typingctx, arr):
     return sig, codegen
 
 
-if config.DISABLE_JIT:
+if config.DISABLE_JIT:  # plain Python over ctypes: NumPy scalars give Numba's IEEE results
+    import ctypes
+
+    def _ld(addr, i):
+        return np.float64(ctypes.c_double.from_address(int(addr) + 8 * int(i)).value)
+
+    def _ld_word(addr):
+        return ctypes.c_int64.from_address(int(addr)).value
+
     def _st(addr, i, v):
         ctypes.c_double.from_address(int(addr) + 8 * int(i)).value = float(v)
 
@@ -314,6 +317,23 @@ def _pick_fmax(a, b):
     if a == b:
         return 0.5
     return 0.0
+
+
+# the families' attribute layouts (jit/families/)
+@njit(error_model="numpy")
+def reduce_layout(IA, iat):
+    """(P, R, Q) of a reduce or scan row whose ints start at IA[iat]: the operand seen as a
+    C-ordered (P, R, Q) array, reduced or scanned over R."""
+    return IA[iat], IA[iat + 1], IA[iat + 2]
+
+
+@njit(error_model="numpy")
+def matmul_layout(IA, iat):
+    """(B, M, K, N, batch_a, batch_b) of a matmul row whose ints start at IA[iat]: B batches of
+    an (M, K) by (K, N) product; batch_a / batch_b is 1 when the operand has one matrix per
+    batch, 0 when every batch shares one."""
+    return IA[iat], IA[iat + 1], IA[iat + 2], IA[iat + 3], IA[iat + 4], IA[iat + 5]
+
 
 
 # family code of every opcode (a frozen global inside the kernels)
@@ -625,9 +645,7 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
     """Tangent (JVP) of one reduce row, k directions."""
     op = code & 255
     if op == 44:  # sum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for j in range(k):
             oa = ta + j * na
             oy = ty + j * n
@@ -646,9 +664,7 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
                     for q in range(Q):
                         T[oy + p * Q + q] += T[base + q]
     elif op == 45:  # prod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         left = np.empty(Rr)  # prefix and suffix products, for the lines without a safe division
         right = np.empty(Rr)
         for p in range(P):
@@ -679,9 +695,7 @@ def _tangent_reduce(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
                             acc += (left[r] * right[r]) * T[oa + off]
                     T[ty + j * n + p * Q + q] = acc
     elif op == 46 or op == 47:  # amax, amin
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for p in range(P):
             for q in range(Q):
                 y = _ld(py, p * Q + q)
@@ -713,9 +727,7 @@ def _tangent_scan(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D
     """Tangent (JVP) of one scan row, k directions."""
     op = code & 255
     if op == 48:  # cumsum
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for j in range(k):
             oa = ta + j * na
             oy = ty + j * n
@@ -727,16 +739,14 @@ def _tangent_scan(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D
                         acc += T[oa + off]
                         T[oy + off] = acc
     elif op == 49:  # cumprod
-        P = IA[iat]
-        Rr = IA[iat + 1]
-        Q = IA[iat + 2]
+        P, Rr, Q = reduce_layout(IA, iat)
         for j in range(k):
             oa = ta + j * na
             oy = ty + j * n
             for p in range(P):
                 for q in range(Q):
-                    # the product rule dy_r = x_r dy_{r-1} + y_{r-1} dx_r: no division, so exact at zeros
-                    # and infinities, and O(R)
+                    # the product rule dy_r = x_r dy_{r-1} + y_{r-1} dx_r: no division, so exact at
+                    # zeros and infinities, and O(R)
                     acc = 0.0
                     for r in range(Rr):
                         off = (p * Rr + r) * Q + q
@@ -785,12 +795,7 @@ def _tangent_matmul(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
     """Tangent (JVP) of one matmul row, k directions."""
     op = code & 255
     if op == 52:  # matmul
-        B = IA[iat]
-        M = IA[iat + 1]
-        K = IA[iat + 2]
-        N = IA[iat + 3]
-        batch_a = IA[iat + 4]
-        batch_b = IA[iat + 5]
+        B, M, K, N, batch_a, batch_b = matmul_layout(IA, iat)
         for j in range(k):
             for bi in range(B):
                 oa = bi * M * K * batch_a

@@ -4,8 +4,7 @@ A row names the primitive, its family and the facts its family needs:
 
 - ``unary``  y = f(x):    NumPy ufunc, scalar forward ``f`` and derivative ``d`` (in x, y).
 - ``binary`` y = f(a, b): NumPy ufunc, scalar forward ``f`` and partials ``da``, ``db`` (in a, b, y).
-- ``reduce`` / ``scan``: a reduction or scan over the middle axis of a (P, R, Q) view; hand-written
-  reverse bodies live in ``_generate.py`` under the row's name.
+- ``reduce`` / ``scan``: a reduction or scan over the middle axis of a (P, R, Q) view.
 - ``gather`` / ``scatter`` / ``select``: linear index maps (every indexing and shape op is one).
 - ``matmul``: batched (B, M, K) @ (B, K, N), small sizes inside the sweep.
 - ``escape``: the rules need LAPACK/BLAS, so they are NumPy code run between jitted segments;
@@ -14,6 +13,9 @@ A row names the primitive, its family and the facts its family needs:
   of a unary / binary row: their kernels live in their own module, compiled only when a
   recording uses one (``_generate_special.py`` renders ``_special_sweep.py``).
 - ``input``: rows that only hold a value (constants, leaves, links to an older tape).
+
+Every family but ``escape`` and ``input`` has one module in ``jit/families/`` with its kernel
+bodies for every mode (the elementwise ones generated from the formulas below) and its layout.
 
 The opcode of a row is its index in ``TABLE``. ``_generate.py`` renders ``_interp.py`` from this
 file; ``tests/test_generated.py`` fails when the rendered file is stale. Formulas are Numba scalar

@@ -13,7 +13,7 @@ from jit.table import OPCODE, OWN_VALUE, SPECIAL_ROWS, TABLE
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_bench" / "benchmarks"))
 from workloads import WORKLOADS  # noqa: E402
 
-from test_function import Cube  # noqa: E402
+from _functions import Cube, Twice  # noqa: E402
 
 
 # array rows of these run the sweep's vectorized kernels (jit/_vmath.py), in eager as in replay
@@ -189,15 +189,6 @@ def test_call_vjp_jvp_and_batch():
 
 
 def test_compile_errors():
-    class Twice(tape.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2.0
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2.0
-
     cf = tape.compile(lambda x: np.sum(Twice.apply(x)), np.ones(2))  # replayable now
     _close(cf.grad(np.full(2, 3.0)), np.full(2, 2.0))
     with pytest.raises(TypeError, match="argument 1 \\(argnums\\) is a int, not a float"):

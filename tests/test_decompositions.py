@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import tape
 import tape.scipy.linalg as tsl
 from _fd import fd_vjp
-from test_higher_order import check_second
+from _derivative_checks import check_second
 
 try:
     import scipy.linalg as sl

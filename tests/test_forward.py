@@ -1,156 +1,37 @@
-"""Forward mode (tape.forward_ad, tape.jvp and friends): every table row's JVP against finite
-differences and against its VJP (the dot-product test <v, J u> = <J^T v, u>), second order
-(Hessian-vector products by reverse over forward), nested dual levels and their errors."""
-from __future__ import annotations
+"""Forward mode (tape.forward_ad, tape.jvp and friends) over the op database, then nesting.
 
-import warnings
+Every op of ``tests/_op_database.py`` that claims forward mode, on the database's samples: its
+JVP against finite differences and against its VJP (the dot-product test <v, J u> = <J^T v, u>,
+which also holds at the database's near-non-differentiable points), and on small samples the
+Hessian-vector product (reverse over forward). Then compositions of rows, custom Functions,
+nested dual levels and their errors, and the functional transforms.
+"""
+from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import tape
 import tape.forward_ad as fwAD
-from jit.table import TABLE
 
-from test_table import (BINARY, BINARY_DOMAIN, BSHAPES, REDUCE, REDUCE_FUNCS, SCAN, SEEDS,
-                        SETTINGS, SHAPES, UNARY, UNARY_DOMAIN, _distinct, _ids, shape_and_axis)
+from _derivative_checks import check_jvp
+from _functions import Twice
+from _mode_checks import check_forward, check_forward_kinks, kinked, over_ops
+from _op_database import claiming
 
-
-def _np(f, args):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.asarray(f(*[np.array(a, dtype=np.float64) for a in args]), dtype=np.float64)
+FORWARD = claiming("forward")
 
 
-def check_jvp(f, args, rng, rtol=1e-6, atol=1e-7, h=1e-6, order2=False):
-    """JVP of f at args with random tangents: value, finite differences, dot-product test with
-    the VJP; with order2, also the Hessian-vector product of a random projection of f."""
-    args = [np.array(a, dtype=np.float64) for a in args]
-    us = [rng.normal(size=np.shape(a)) for a in args]
-    out, ju = tape.jvp(f, tuple(args), tuple(us))
-    out, ju = np.asarray(out), np.asarray(ju)
-    np.testing.assert_allclose(out, _np(f, args), rtol=1e-13, atol=0)
-    plus = _np(f, [a + h * u for a, u in zip(args, us)])
-    minus = _np(f, [a - h * u for a, u in zip(args, us)])
-    np.testing.assert_allclose(ju, (plus - minus) / (2 * h), rtol=rtol, atol=atol)
-    v = rng.normal(size=out.shape)
-    _, pullback = tape.vjp(f, *args)
-    jtv = pullback(v)
-    lhs = float(np.sum(v * ju))
-    terms = [np.sum(np.asarray(g) * u) for g, u in zip(jtv, us)]
-    scale = np.sum(np.abs(v * ju)) + sum(np.sum(np.abs(np.asarray(g) * u))
-                                         for g, u in zip(jtv, us)) + 1e-300
-    assert abs(lhs - float(sum(terms))) <= 1e-10 * scale, (lhs, terms)
-    if order2:
-        w = rng.normal(size=out.shape)
+# -- every op of the database -----------------------------------------------------------------
 
-        def g(*xs):
-            return np.sum(f(*xs) * w)
-
-        hv = tape.hvp(g, tuple(args), tuple(us))
-        gp = tape.grad(g, argnums=tuple(range(len(args))))(*[a + h * u for a, u in
-                                                             zip(args, us)])
-        gm = tape.grad(g, argnums=tuple(range(len(args))))(*[a - h * u for a, u in
-                                                             zip(args, us)])
-        for hvi, p_, m_ in zip(hv, gp, gm):
-            np.testing.assert_allclose(hvi, (np.asarray(p_) - np.asarray(m_)) / (2 * h),
-                                       rtol=1e-5, atol=1e-6)
+@over_ops(FORWARD, max_examples=20)
+def test_jvp(op, sample, rng):
+    check_forward(op, sample, rng)
 
 
-# -- every row of the table -------------------------------------------------------------------
-
-@pytest.mark.parametrize("p", UNARY, ids=_ids(UNARY))
-@SETTINGS
-@given(shape=SHAPES, seed=SEEDS)
-def test_unary_jvp(p, shape, seed):
-    rng = np.random.default_rng(seed)
-    check_jvp(lambda a: p.ufunc(a), [UNARY_DOMAIN[p.name](rng, shape)], rng,
-              order2=np.prod(shape) <= 6)
-
-
-@pytest.mark.parametrize("p", UNARY, ids=_ids(UNARY))
-def test_unary_jvp_scalar_path(p):
-    rng = np.random.default_rng(3)
-    x = float(UNARY_DOMAIN[p.name](rng, ()))
-    check_jvp(lambda a: p.ufunc(a * 1.0), [x], rng, order2=True)
-
-
-@pytest.mark.parametrize("p", BINARY, ids=_ids(BINARY))
-@SETTINGS
-@given(shapes=BSHAPES, seed=SEEDS)
-def test_binary_jvp(p, shapes, seed):
-    rng = np.random.default_rng(seed)
-    (sa, sb), _ = shapes
-    da, db = BINARY_DOMAIN[p.name]
-    a, b = da(rng, sa), db(rng, sb)
-    check_jvp(lambda x, y: p.ufunc(x, y), [a, b], rng,
-              order2=np.prod(sa) <= 6 and np.prod(sb) <= 6)
-
-
-@pytest.mark.parametrize("p", BINARY, ids=_ids(BINARY))
-def test_binary_jvp_python_scalar_and_scalar_path(p):
-    rng = np.random.default_rng(5)
-    da, db = BINARY_DOMAIN[p.name]
-    a, s = da(rng, (2, 3)), float(db(rng, ()))
-    check_jvp(lambda x: p.ufunc(x, s), [a], rng)
-    check_jvp(lambda x, y: p.ufunc(x * 1.0, y * 1.0), [float(da(rng, ())), s], rng,
-              order2=True)
-
-
-@pytest.mark.parametrize("p", REDUCE, ids=_ids(REDUCE))
-@SETTINGS
-@given(sa=shape_and_axis(), keepdims=st.booleans(), seed=SEEDS)
-def test_reduce_jvp(p, sa, keepdims, seed):
-    shape, axis = sa
-    rng = np.random.default_rng(seed)
-    fname = REDUCE_FUNCS[p.name]
-    fn = getattr(np, fname)
-    if fname in ("max", "min") and 0 in shape:
-        return
-    if fname == "prod":
-        x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
-    elif fname in ("max", "min"):
-        x = _distinct(rng, shape)
-    else:
-        x = rng.uniform(-3, 3, shape)
-    check_jvp(lambda a: fn(a, axis=axis, keepdims=keepdims), [x], rng,
-              order2=np.prod(shape) <= 6)
-
-
-@pytest.mark.parametrize("p", SCAN, ids=_ids(SCAN))
-@SETTINGS
-@given(sa=shape_and_axis(tuples=False), seed=SEEDS)
-def test_scan_jvp(p, sa, seed):
-    shape, axis = sa
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
-    fn = getattr(np, p.name)
-    check_jvp(lambda a: fn(a, axis=axis), [x], rng, order2=np.prod(shape) <= 6)
-
-
-def test_non_differentiable_points_match_the_vjp_conventions():
-    """Where a derivative is a convention (ties, zeros, |x| at 0), JVP and VJP agree: the
-    dot-product test holds exactly there too."""
-    rng = np.random.default_rng(0)
-    cases = [
-        (lambda a: np.max(a, axis=1), [np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])]),
-        (lambda a: np.min(a), [np.array([0.5, 0.5, 1.0])]),
-        (lambda a, b: np.maximum(a, b), [np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])]),
-        (lambda a, b: np.fmin(a, b), [np.array([1.0, 2.0]), np.array([1.0, 5.0])]),
-        (lambda a: np.prod(a, axis=0), [np.array([[0.0, 2.0], [3.0, 0.0], [4.0, 0.0]])]),
-        (lambda a: np.cumprod(a), [np.array([2.0, 0.0, 3.0, 0.5])]),
-        (lambda a: np.abs(a), [np.array([0.0, -1.0, 2.0])]),
-    ]
-    for f, args in cases:
-        us = [rng.normal(size=np.shape(a)) for a in args]
-        _, ju = tape.jvp(f, tuple(args), tuple(us))
-        v = rng.normal(size=np.shape(ju))
-        _, pullback = tape.vjp(f, *args)
-        lhs = np.sum(v * ju)
-        rhs = sum(np.sum(g * u) for g, u in zip(pullback(v), us))
-        np.testing.assert_allclose(lhs, rhs, rtol=1e-12, atol=1e-14)
+@kinked(FORWARD)
+def test_near_non_differentiable_points(op):
+    check_forward_kinks(op)
 
 
 def test_max_ties_share_the_tangent_evenly():
@@ -187,26 +68,6 @@ def test_item_assignment():
     check_jvp(f, [rng.normal(size=(2, 3)), rng.normal(size=3)], rng, order2=True)
 
 
-@pytest.mark.parametrize("shapes", [((3, 4), (4, 2)), ((4,), (4, 3)), ((2, 3, 4), (4,)),
-                                    ((2, 1, 3, 4), (5, 4, 6)), ((40, 30), (30, 20))])
-def test_matmul_small_and_blas(shapes):
-    rng = np.random.default_rng(3)
-    check_jvp(lambda a, b: a @ b, [rng.normal(size=s) for s in shapes], rng,
-              order2=np.prod(shapes[0]) < 100)
-
-
-def test_linalg_escapes():
-    rng = np.random.default_rng(4)
-    A = rng.normal(size=(3, 3)) + 3.0 * np.eye(3)
-    b = rng.normal(size=3)
-    B = rng.normal(size=(2, 3, 3)) + 3.0 * np.eye(3)
-    check_jvp(np.linalg.inv, [A], rng, order2=True)
-    check_jvp(np.linalg.det, [B], rng, order2=True)
-    check_jvp(lambda a: np.linalg.slogdet(a)[1], [A], rng, order2=True)
-    check_jvp(np.linalg.solve, [A, b], rng, order2=True)
-    check_jvp(lambda a, c: np.linalg.solve(a, c), [B, rng.normal(size=(2, 3, 2))], rng)
-
-
 def test_det_of_a_singular_matrix():
     A = np.array([[1.0, 2.0], [2.0, 4.0]])
     U = np.array([[0.3, -1.0], [0.5, 2.0]])
@@ -214,12 +75,6 @@ def test_det_of_a_singular_matrix():
     eps = 1e-7
     np.testing.assert_allclose(t, (np.linalg.det(A + eps * U) - np.linalg.det(A - eps * U))
                                / (2 * eps), rtol=1e-6)
-
-
-def test_every_family_is_covered():
-    covered = {"unary", "binary", "reduce", "scan", "select", "gather", "scatter", "matmul",
-               "escape", "input"}
-    assert {p.family for p in TABLE} <= covered
 
 
 # -- custom Functions -----------------------------------------------------------------------
@@ -248,17 +103,8 @@ def test_function_with_a_jvp_rule():
 
 
 def test_function_without_a_jvp_rule():
-    class NoJvp(tape.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2.0
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2.0
-
-    with pytest.raises(RuntimeError, match="NoJvp has no forward-mode rule"):
-        tape.jvp(NoJvp.apply, (np.ones(2),), (np.ones(2),))
+    with pytest.raises(RuntimeError, match="Twice has no forward-mode rule"):
+        tape.jvp(Twice.apply, (np.ones(2),), (np.ones(2),))
 
 
 # -- dual levels ------------------------------------------------------------------------------

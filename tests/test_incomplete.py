@@ -15,7 +15,7 @@ import tape.forward_ad as fwAD
 from tape._incomplete import incomplete_beta, incomplete_gamma
 
 from _fd import check_vjp, fd_vjp
-from test_forward import check_jvp
+from _derivative_checks import check_jvp
 
 sc = pytest.importorskip("scipy.special")
 

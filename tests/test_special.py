@@ -17,7 +17,7 @@ import tape.forward_ad as fwAD
 from jit.table import SCIPY_SPECIAL, SPECIAL_ROWS, TABLE
 
 from _fd import check_vjp, fd_vjp
-from test_forward import check_jvp
+from _derivative_checks import check_jvp
 
 sc = pytest.importorskip("scipy.special")
 

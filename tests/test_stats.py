@@ -13,7 +13,7 @@ import tape
 import tape.stats as ts
 
 from _fd import check_vjp, fd_vjp
-from test_forward import check_jvp
+from _derivative_checks import check_jvp
 
 st = pytest.importorskip("scipy.stats")
 

@@ -10,7 +10,7 @@ import tape
 from tape.forward import forward_ad as fwAD  # its private state (_active) too
 from tape.core.state import state
 
-from test_threads import _run_threads as run_all
+from _run_threads import run_threads as run_all
 
 
 def f(x):

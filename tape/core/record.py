@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from jit.families import layouts
 from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE, STRIDED, TABLE
 
 from .arrays import _FIELD
@@ -330,7 +331,7 @@ def where(mask, a, b):
     sa, fa, ma = _operand(t, a, shape, n)
     sb, fb, mb = _operand(t, b, shape, n)
     flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
-    off = t.add_ints(np.concatenate(([ma, mb], np.broadcast_to(mask, shape).reshape(-1))))
+    off = t.add_ints(layouts.encode_where(ma, mb, np.broadcast_to(mask, shape).reshape(-1)))
     return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n, off))
 
 
@@ -449,7 +450,7 @@ def setitem(x, key, v):
             else slot_in(t, v)
     else:
         sv_ = t.const(constant(np.broadcast_to(vv, pos.shape)))
-    off = t.add_ints(np.concatenate(([m], flat_pos, win)))
+    off = t.add_ints(layouts.encode_scatter(flat_pos, win))
     return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
 
 
@@ -464,9 +465,8 @@ def scatter_flat(x, v, pos, win, shape):
     if not recording(x, v):
         return plain(y)
     t = current_tape()
-    m = pos.size
     sv_ = slot_in(t, v) if type(v) is Tensor and v._rg else t.const(constant(vflat))
-    off = t.add_ints(np.concatenate(([m], pos, win.astype(np.int64))))
+    off = t.add_ints(layouts.encode_scatter(pos, win.astype(np.int64)))
     return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
 
 
@@ -563,7 +563,7 @@ def reduce(name, x, axis=None, keepdims=False):
     key = ("prq", P, R, Q)
     off = t.index_cache.get(key)
     if off is None:
-        off = t.index_cache[key] = t.add_ints((P, R, Q))
+        off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
     return result(y, t, t.row(code, slot_in(t, xs), -1, y, _size(y), off))
 
 
@@ -583,7 +583,7 @@ def scan(name, x, axis=None):
     shape = _shape(xv)
     P, R, Q = math.prod(shape[:ax]), (shape[ax] if nd else 1), math.prod(shape[ax + 1:])
     t = current_tape()
-    off = t.add_ints((P, R, Q))
+    off = t.add_ints(layouts.encode_reduce(P, R, Q))
     return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y), off))
 
 
@@ -623,7 +623,7 @@ def matmul(a, b):
         yb_shape = batch + (K, N) if bb else (K, N)
         t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
         return result(y, t, slot)
-    off = t.add_ints((B, M, K, N, ba, bb))
+    off = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
     return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
 
 

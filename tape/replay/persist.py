@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from jit.families import layouts
 from jit.table import (FLAG_SHIFT, FORMAT_VERSION, MAP_A, MAP_B, ONE_A, ONE_B, OP_MASK, OPCODE,
                        STRIDED, TABLE, RowFlag, table_hash)
 
@@ -503,7 +504,7 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
         if fam == "select":
             _ints(IA, iat + 2, n, where)
     elif fam in ("reduce", "scan"):
-        P, Rr, Q = (int(v) for v in _ints(IA, iat, 3, where))
+        P, Rr, Q = layouts.decode_reduce(_ints(IA, iat, 3, where), 0)
         _need(min(P, Rr, Q) >= 0 and P * Rr * Q == size[a], f"{where}: (P, R, Q)")
         _need(n == (P * Q if fam == "reduce" else P * Rr * Q), f"{where}: result size")
         work = P + P * Rr + P * Q + P * Rr * Q
@@ -514,7 +515,8 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
     elif fam == "scatter":
         mm = int(_ints(IA, iat, 1, where)[0])
         _need(0 <= mm <= n, f"{where}: count")
-        pos, win = _ints(IA, iat + 1, 2 * mm, where)[:mm], IA[iat + 1 + mm:iat + 1 + 2 * mm]
+        _ints(IA, iat + 1, 2 * mm, where)  # (in bounds)
+        pos, win = layouts.decode_scatter(IA, iat)
         _need(mm == 0 or (pos.min() >= 0 and pos.max() < n), f"{where}: positions")
         _need(size[a] == n and size[b] == mm, f"{where}: operand sizes")
         # the forward writes each position's last winning write, the reverse gives every
@@ -527,7 +529,7 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
         work = n + mm
         budget.hold(n, where)  # (the reverse's marks of written positions)
     elif fam == "matmul":
-        B, M, K, N, ba, bb = (int(v) for v in _ints(IA, iat, 6, where))
+        B, M, K, N, ba, bb = layouts.decode_matmul(_ints(IA, iat, 6, where), 0)
         _need(min(B, M, K, N) >= 0 and ba in (0, 1) and bb in (0, 1), f"{where}: dimensions")
         _need(size[a] == (B if ba else 1) * M * K and size[b] == (B if bb else 1) * K * N
               and n == B * M * N, f"{where}: operand sizes")
