@@ -379,6 +379,10 @@ def _hashable(key):
 
 
 def getitem(x, key):
+    v = x._v
+    if type(key) is int and type(v) is np.ndarray and v.ndim == 1 and v.shape[0] > 1 \
+            and v.dtype == F64:
+        return _vector_item(x, v, key)
     key = plain_key(key)
     shape = _shape(x._v)
     hk = _hashable(key)
@@ -399,6 +403,27 @@ def getitem(x, key):
     if is_reshape:
         return reshape(x, idx.shape)
     return gather(x, idx, cache_key=("gather", shape, hk) if hk is not None else None)
+
+
+def _vector_item(x, v, k):
+    """x[k], x a vector of several elements and k a Python int: the gather row the general
+    path records (same index cache key), without building an index map (a 0-d gather's
+    index is k itself); small functions index their argument's elements on every call."""
+    n = v.shape[0]
+    if not -n <= k < n:
+        raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
+    y = float(v[k])
+    if not recording(x):
+        return plain(y)
+    t = current_tape()
+    cache_key = ("gather", v.shape, (k,))
+    off = t.index_cache.get(cache_key)
+    if off is None:
+        off = t.ia_len
+        t.ia.append(np.array((k % n,), np.int64))
+        t.ia_len += 1
+        t.index_cache[cache_key] = off
+    return result(y, t, t.row(GATHER, slot_in(t, x), -1, y, 1, off))
 
 
 def plain_key(key):

@@ -81,11 +81,14 @@ def _as_leaf(x, i, what="tape.grad"):
         return Tensor(arr, requires_grad=True)
     # The leaf lives only for this call, so it can use the caller's buffer (read-only) instead
     # of a copy: nothing can update it in place while the transform runs.
-    leaf = Tensor(0.0)
-    leaf._v = arr.view()
-    leaf._v.flags.writeable = False
-    leaf._meta = _LeafMeta()
+    v = arr.view()
+    v.flags.writeable = False
+    leaf = Tensor.__new__(Tensor)
+    leaf._v = v
+    leaf._tape = None
+    leaf._slot = -1
     leaf._rg = True
+    leaf._meta = _LeafMeta()
     return leaf
 
 
