@@ -31,10 +31,10 @@ class _BlasCheckOnCompile(event.Listener):
         self.arraymath, self.real, self.done = arraymath, real_ensure_blas, False
 
     def on_start(self, event):
-        if not self.done:
-            self.done = True
+        if not self.done:  # (an error of the check, as at Numba's import, fails each compile)
             self.arraymath.ensure_blas = self.real
             self.arraymath._HAVE_BLAS = self.arraymath._check_blas()
+            self.done = True
 
     def on_end(self, event):
         pass
@@ -63,7 +63,10 @@ def _defer_blas_check():
         from numba.np import arraymath
     finally:
         linalg.ensure_blas = real
-    event.register("numba:run_pass", _BlasCheckOnCompile(arraymath, real))
+    if getattr(arraymath, "ensure_blas", None) is scipy_installed and hasattr(arraymath,
+                                                                              "_check_blas"):
+        event.register("numba:run_pass", _BlasCheckOnCompile(arraymath, real))
+    # (else this Numba checks for BLAS some other way, and already has)
 
 
 _defer_blas_check()
