@@ -475,6 +475,16 @@ class _MultivariateNormal:
     def pdf(self, x, mean=None, cov=1.0):
         return np.exp(self.logpdf(x, mean, cov))
 
+    def cdf(self, x, mean=None, cov=1.0, **kwargs):
+        raise NotImplementedError(
+            "tape.stats.multivariate_normal.cdf is not provided: SciPy estimates it by randomized "
+            "quasi-Monte Carlo integration (Genz's method), an estimate with no exact derivative. "
+            "In one dimension use tape.stats.norm.cdf; for a bivariate probability, write its "
+            "one-dimensional integral with tape.numpy (e.g. np.trapezoid over a grid) and "
+            "differentiate that.")
+
+    logcdf = cdf
+
 
 norm, t, gamma, beta = _Norm(), _T(), _Gamma(), _Beta()
 expon, cauchy, lognorm = _Expon(), _Cauchy(), _Lognorm()

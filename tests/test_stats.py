@@ -361,3 +361,10 @@ def test_second_order_in_x_like_parameters_and_the_shape_error():
         np.testing.assert_allclose(h, fd, rtol=1e-5)
     with pytest.raises(NotImplementedError, match="betainc"):
         tape.hessian(lambda df: np.sum(ts.t.cdf(k - 1.0, df)))(3.0)
+
+
+def test_multivariate_normal_cdf_is_refused_with_the_reason():
+    with pytest.raises(NotImplementedError, match="quasi-Monte Carlo.*norm.cdf"):
+        ts.multivariate_normal.cdf(np.zeros(2), np.zeros(2), np.eye(2))
+    with pytest.raises(NotImplementedError, match="quasi-Monte Carlo"):
+        ts.multivariate_normal.logcdf(np.zeros(2), np.zeros(2), np.eye(2))
