@@ -15,19 +15,12 @@ from numba import config
 from jit.table import OPCODE, OWN_VALUE, SPECIAL_ROWS, TABLE
 from tape.core.record import own_binary, own_unary
 
+from _op_database import ERROR_BOUND
+
 LD = np.longdouble
 EXTENDED = np.finfo(LD).nmant >= 63  # x86 long double: 11 more bits than float64
 
-# Largest error against the exact value, in ulps of the result: glibc's libm (x86-64) for most,
-# jit/_vmath.py's kernels for exp, log, log1p and tanh. Measured maxima on 600k-1M points per
-# function (2026-11, AMD EPYC, glibc 2.36, with and without its FMA variants) are at most 0.6
-# below each bound; logaddexp's is absolute (see test_logaddexp_absolute_error).
-ERROR_BOUND = {
-    "exp": 1.0, "expm1": 1.0, "exp2": 1.0, "log": 1.0, "log1p": 1.0, "log2": 1.0, "log10": 2.0,
-    "cbrt": 3.5, "sin": 1.0, "cos": 1.0, "tan": 1.0, "arcsin": 1.0, "arccos": 1.0,
-    "arctan": 1.0, "sinh": 2.0, "cosh": 2.0, "tanh": 1.1, "arcsinh": 2.0, "arccosh": 2.0,
-    "arctanh": 2.0, "power": 1.0, "arctan2": 1.0, "hypot": 1.0,
-}
+# ERROR_BOUND (tests/_op_database.py): each own-value row's error bound in ulps.
 # (the scipy.special rows: tests/test_special_accuracy.py)
 UNARY = sorted(TABLE[c].name for c in OWN_VALUE - SPECIAL_ROWS if TABLE[c].family == "unary")
 BINARY = sorted(TABLE[c].name for c in OWN_VALUE - SPECIAL_ROWS if TABLE[c].family == "binary")
