@@ -15,6 +15,9 @@ import pytest
 from jit import _cache
 
 ROOT = Path(__file__).resolve().parents[1]
+# the probe reads compiled functions' cache paths, which NUMBA_DISABLE_JIT=1 leaves out
+needs_the_jit = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"),
+                                   reason="no Numba cache without the JIT")
 
 _PROBE = """
 import numba, jit
@@ -39,6 +42,7 @@ def _run(code, env, where):
                           text=True, timeout=120, cwd=where)
 
 
+@needs_the_jit
 def test_the_default_is_one_per_user_directory(tmp_path):
     r = _run(_PROBE, {"XDG_CACHE_HOME": str(tmp_path)}, tmp_path)
     assert r.returncode == 0, r.stderr
@@ -51,6 +55,7 @@ def test_the_default_is_one_per_user_directory(tmp_path):
     assert r2.stdout.split("\n")[0] == str(tmp_path / "home" / ".cache" / "tapejit" / "numba")
 
 
+@needs_the_jit
 def test_numba_cache_dir_wins(tmp_path):
     r = _run(_PROBE, {"NUMBA_CACHE_DIR": str(tmp_path / "mine"), "XDG_CACHE_HOME": str(tmp_path)},
              tmp_path)
@@ -82,10 +87,11 @@ def test_a_fast_load_is_silent(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+@needs_the_jit
 def test_a_warm_process_loads_silently(tmp_path):
-    env = {"NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"]} if "NUMBA_CACHE_DIR" in os.environ \
-        else {"HOME": os.path.expanduser("~")}
+    # (absolute: the probe runs in tmp_path, where a relative NUMBA_CACHE_DIR would be empty)
+    env = {"NUMBA_CACHE_DIR": os.path.abspath(os.environ["NUMBA_CACHE_DIR"])} \
+        if "NUMBA_CACHE_DIR" in os.environ else {"HOME": os.path.expanduser("~")}
     r = _run("import numpy as np, tape\n"
              "print(tape.grad(lambda x: np.sum(np.sin(x) * x))(np.ones(3)))\n"
              "print(tape.jvp(lambda x: np.exp(x), (np.ones(2),), (np.ones(2),))[1])", env, tmp_path)
