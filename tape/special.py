@@ -45,15 +45,16 @@ def register_scipy(ufunc=None):
     if special is None:
         return False
     if not _REGISTERED or _REGISTERED[0] is not special:
-        for name, row in SCIPY_SPECIAL.items():
+        def ufunc_of(name):
             fn = getattr(special, name, None)
             fn = getattr(fn, "__wrapped__", fn)  # SCIPY_ARRAY_API=1 wraps each ufunc
-            if isinstance(fn, np.ufunc):
+            return fn if isinstance(fn, np.ufunc) else None
+
+        for name, row in SCIPY_SPECIAL.items():
+            if (fn := ufunc_of(name)) is not None:
                 _numpy_dispatch.SPECIAL_UFUNCS[fn] = _row_function(row, fn.nin)
         for name in _incomplete.__all__:  # gammainc, betainc, ...: tape/_incomplete.py
-            fn = getattr(special, name, None)
-            fn = getattr(fn, "__wrapped__", fn)
-            if isinstance(fn, np.ufunc):
+            if (fn := ufunc_of(name)) is not None:
                 _numpy_dispatch.SPECIAL_UFUNCS[fn] = getattr(_incomplete, name)
         _REGISTERED[:] = [special]
     return ufunc is not None and ufunc in _numpy_dispatch.SPECIAL_UFUNCS
