@@ -267,15 +267,26 @@ def strided_broadcast(shape, ashape, fa, bshape, fb):
 def _operand(t, x, shape, n):
     """Slot of an elementwise operand, whether it has one element (read for all), and the IA
     offset of the index map that broadcasts it to `shape` (-1: none needed)."""
-    xv = raw(x)
-    if type(x) is float and n != 1:  # a Python-float constant: shared within the tape
-        return t.scalar_const(x), 1, -1
-    size = 1 if isinstance(xv, (float, int)) else np.size(xv)
+    if type(x) is Tensor:
+        if x._tape is t:
+            slot = x._slot
+        else:
+            slot = import_slot(t, x)
+        xv = x._v
+        if type(xv) is float:
+            return slot, (1 if n != 1 else 0), -1
+    else:
+        if type(x) is float and n != 1:  # a Python-float constant: shared within the tape
+            return t.scalar_const(x), 1, -1
+        slot = slot_in(t, x)
+        xv = x
+    size = 1 if isinstance(xv, (float, int)) else xv.size if type(xv) is np.ndarray else \
+        np.size(xv)
     if size == n:
-        return slot_in(t, x), 0, -1
+        return slot, 0, -1
     if size == 1:
-        return slot_in(t, x), 1, -1
-    return slot_in(t, x), 0, _map_offset(t, np.shape(xv), shape)
+        return slot, 1, -1
+    return slot, 0, _map_offset(t, np.shape(xv), shape)
 
 
 def _map_offset(t, xshape, shape):
@@ -315,7 +326,9 @@ def broadcast_slot(t, x, shape):
 
 
 def where(mask, a, b):
-    mask = np.asarray(raw(mask)).astype(bool)
+    mask = raw(mask)
+    if type(mask) is not np.ndarray or mask.dtype != np.bool_:
+        mask = np.asarray(mask).astype(bool)
     av, bv = raw(a), raw(b)
     try:
         y = np.where(mask, av, bv)
@@ -331,8 +344,26 @@ def where(mask, a, b):
     sa, fa, ma = _operand(t, a, shape, n)
     sb, fb, mb = _operand(t, b, shape, n)
     flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
-    off = t.add_ints(layouts.encode_where(ma, mb, np.broadcast_to(mask, shape).reshape(-1)))
-    return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n, off))
+    return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n,
+                              _where_ints(t, ma, mb, mask, shape, n)))
+
+
+def _where_ints(t, ma, mb, mask, shape, n):
+    """IA offset of a where row's ints (``layouts.encode_where``): the mask broadcast to `shape`
+    written straight into the chunk (no broadcast view, no concatenation of a converted copy),
+    shared by the rows of a tape whose masks are equal (a mask reused in a loop costs its eight
+    bytes per element once, not per row)."""
+    key = ("where", ma, mb, shape, mask.shape, mask.tobytes())
+    off = t.index_cache.get(key)
+    if off is None:
+        ints = np.empty(n + 2, np.int64)
+        ints[0] = ma
+        ints[1] = mb
+        ints[2:].reshape(shape)[...] = mask
+        off = t.index_cache[key] = t.ia_len
+        t.ia.append(ints)
+        t.ia_len += n + 2
+    return off
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,9 +414,14 @@ def getitem(x, key):
     if type(key) is int and type(v) is np.ndarray and v.ndim == 1 and v.shape[0] > 1 \
             and v.dtype == F64:
         return _vector_item(x, v, key)
-    key = plain_key(key)
-    shape = _shape(x._v)
-    hk = _hashable(key)
+    hk = _hashable(key)  # (a basic key holds nothing plain_key changes)
+    if hk is None:
+        key = plain_key(key)
+        if type(key) is np.ndarray and key.dtype.kind in "iu" and type(v) is np.ndarray \
+                and v.ndim:
+            return _integer_gather(x, v, key)
+        hk = _hashable(key)
+    shape = _shape(v)
     hit = _BASIC_MAPS.get((shape, hk)) if hk is not None else None
     if hit is None:
         idx = index_map(shape, key)
@@ -402,7 +438,50 @@ def getitem(x, key):
     idx, is_reshape = hit
     if is_reshape:
         return reshape(x, idx.shape)
-    return gather(x, idx, cache_key=("gather", shape, hk) if hk is not None else None)
+    if hk is None:
+        return gather(x, idx)
+    if type(v) is np.ndarray:  # the value by NumPy's view, copied: flat[idx] element for element
+        return _gathered(x, check_dtype(v[key].copy(), "indexing"), idx, ("gather", shape, hk))
+    return gather(x, idx, cache_key=("gather", shape, hk))
+
+
+_INT_MAPS = {}  # (shape, integer key's dtype, shape and bytes) -> read-only index map
+
+
+def _integer_gather(x, v, key):
+    """x[key] for an integer array key: NumPy's own fancy indexing for the value (its errors,
+    as ``index_map`` raises them on an array of x's shape), the index map cached by the key's
+    contents (a key reused in a loop is mapped once, and its ints are shared within a tape)."""
+    y = v[key]
+    shape = v.shape
+    ck = (shape, key.dtype.str, key.shape, key.tobytes()) if key.size <= 4096 else None
+    idx = _INT_MAPS.get(ck) if ck is not None else None
+    if idx is None:
+        idx = index_map(shape, key)
+        if ck is not None:
+            if len(_INT_MAPS) > 1024:
+                _INT_MAPS.clear()
+            idx.flags.writeable = False
+            _INT_MAPS[ck] = idx
+    if y.ndim == 0 or not y.flags.c_contiguous:
+        y = check_dtype(y, "indexing")
+    return _gathered(x, y, idx, ("gather",) + ck if ck is not None else None)
+
+
+def _gathered(x, y, idx, cache_key):
+    """The gather row y = x.ravel()[idx] (``gather``), its value y already computed."""
+    if not recording(x):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    off = t.index_cache.get(cache_key) if cache_key is not None else None
+    if off is None:
+        off = t.add_ints(idx)
+        if cache_key is not None:
+            t.index_cache[cache_key] = off
+    return result(y, t, t.row(GATHER, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                              _size(y), off))
 
 
 def _vector_item(x, v, k):

@@ -1,0 +1,86 @@
+"""Recording overhead per small-array op: recorded minus NumPy, us per op.
+
+Usage: PYTHONPATH=<checkout> python asv_bench/record_overhead.py [case ...]. The cases import
+their shapes from benchmarks/bench_kernels.py next to this file; ``tape`` comes from PYTHONPATH,
+so running this script with another checkout's PYTHONPATH compares the two side by side.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "benchmarks"))
+import tape  # noqa: E402
+import bench_kernels as B  # noqa: E402
+
+N = 1000
+rng = np.random.default_rng(0)
+a16 = rng.normal(size=16)
+b16 = rng.normal(size=16)
+m = rng.normal(size=(64, 64))
+m2 = rng.normal(size=(64, 64))
+bc_a = rng.normal(size=(16, 16, 3))
+bc_b = rng.normal(size=(16, 1, 3))
+MASK16 = a16 > 0
+
+
+def chain(op):
+    def f(*args):
+        for _ in range(N):
+            y = op(*args)
+        return y
+    f.op = op
+    return f
+
+
+CASES = {
+    "exp16": (chain(lambda x: np.exp(x)), (a16,)),
+    "neg16": (chain(lambda x: -x), (a16,)),
+    "add16": (chain(lambda x, y: x + y), (a16, b16)),
+    "mulc16": (chain(lambda x: x * 2.0), (a16,)),
+    "sum16": (chain(lambda x: np.sum(x)), (a16,)),
+    "slice16": (chain(lambda x: x[2:5]), (a16,)),
+    "where16": (chain(lambda x, y: np.where(MASK16, x, y)), (a16, b16)),
+    "bcast": (chain(lambda x, y: x * y), (bc_a, bc_b)),
+    "sumax1": (chain(lambda x: np.sum(x, axis=1)), (m,)),
+    "slice2d": (chain(lambda x: x[::2, 1:]), (m,)),
+    "gint": (chain(lambda x: x[B._ROWS]), (m,)),
+    "where64": (chain(lambda x, y: np.where(B._MASK, x, y)), (m, m2)),
+    "matmul16": (chain(lambda x, y: x @ y), (m[:16, :16].copy(), m2[:16, :16].copy())),
+}
+
+
+def best(fn, k=7):
+    ts = []
+    for _ in range(k):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def kept(f):
+    """f with every result kept alive, as a tape keeps them (fresh memory per op)."""
+    def g(*args):
+        out = []
+        op = f.op
+        for _ in range(N):
+            out.append(op(*args))
+        return out
+    return g
+
+
+def main(names):
+    for name in names or list(CASES):
+        f, args = CASES[name]
+        tape.vjp(f, *args)
+        rec = best(lambda: tape.vjp(f, *args)) / N * 1e6
+        npt = best(lambda: f(*args)) / N * 1e6
+        npk = best(lambda: kept(f)(*args)) / N * 1e6
+        print(f"{name:10s} recorded {rec:6.2f} us  numpy {npt:5.2f} us  overhead {rec - npt:6.2f} us"
+              f"  (numpy keeping results {npk:5.2f} us: overhead {rec - npk:6.2f} us)", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
