@@ -127,6 +127,20 @@ def own_binary(code, av, bv):
 
 def unary(code, x):
     xv = x._v
+    if type(xv) is np.ndarray and xv.ndim:  # an array (0-d values below)
+        if code in OWN_VALUE:
+            y = own_unary(code, xv)
+        else:
+            y = TABLE[code].ufunc(xv)
+            if y.dtype is not F64 or not y.flags.c_contiguous:
+                y = check_dtype(y, TABLE[code].name)
+        if x._rg and state.grad:
+            t = state.tape
+            if t is None or t.sealed:
+                t = current_tape()
+            return result(y, t, t.row(code, x._slot if x._tape is t else import_slot(t, x), -1,
+                                      y, y.size))
+        return plain(y)
     if x._meta is not None and xv.ndim == 0:
         xv = float(xv)  # a 0-d leaf (its buffer is an array) takes the 0-d path
     if type(xv) is float:
@@ -643,12 +657,28 @@ def _apart(axes):
     return bool(axes) and axes != tuple(range(axes[0], axes[-1] + 1))
 
 
+_REDUCE_PLANS = {}  # (shape, axis None or an int) -> (axes, P, R, Q) of adjacent reduced axes
+# the ufunc reduction NumPy's function runs on an ndarray (np.sum(a, axis=...) is
+# np.add.reduce(a, axis=...) after a Python wrapper that costs more than a small sum)
+_REDUCE_BY = {np.sum: np.add.reduce, np.prod: np.multiply.reduce, np.max: np.maximum.reduce,
+              np.min: np.minimum.reduce}
+
+
 def reduce(name, x, axis=None, keepdims=False):
     code = OPCODE[name]
     ufunc = TABLE[code].ufunc
     if type(x) is not Tensor:
         x = plain(constant(x))
     xv = x._v
+    if type(xv) is np.ndarray and xv.ndim and (axis is None or type(axis) is int):
+        plan = _REDUCE_PLANS.get((xv.shape, axis))
+        if plan is not None:  # an array reduced over adjacent axes, seen before
+            axes, P, R, Q = plan
+            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims)
+            y = float(y) if type(y) is np.float64 else check_dtype(y, name)
+            if not (x._rg and state.grad):
+                return plain(y)
+            return _reduce_row(code, x, y, P, R, Q)
     nd = 0 if type(xv) is float else xv.ndim
     axes = normalize_axes(axis, nd)
     rec = recording(x)
@@ -663,12 +693,24 @@ def reduce(name, x, axis=None, keepdims=False):
         shape = tuple(1 if i in axes else d for i, d in enumerate(_shape(xv))
                       if keepdims or i not in axes)
         y = check_dtype(np.reshape(ufunc(np.reshape(xs._v, (P, R)), axis=1), shape), name)
-    t = current_tape()
+    elif nd and (axis is None or type(axis) is int):
+        if len(_REDUCE_PLANS) > 1024:
+            _REDUCE_PLANS.clear()
+        _REDUCE_PLANS[(xv.shape, axis)] = (axes, P, R, Q)
+    return _reduce_row(code, xs, y, P, R, Q)
+
+
+def _reduce_row(code, xs, y, P, R, Q):
+    """Record the reduce row of y over the (P, R, Q) view of xs."""
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
     key = ("prq", P, R, Q)
     off = t.index_cache.get(key)
     if off is None:
         off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
-    return result(y, t, t.row(code, slot_in(t, xs), -1, y, _size(y), off))
+    return result(y, t, t.row(code, xs._slot if xs._tape is t else import_slot(t, xs), -1, y,
+                              _size(y), off))
 
 
 def scan(name, x, axis=None):
@@ -701,7 +743,7 @@ def matmul(a, b):
         av = constant(av)
     if type(b) is not Tensor:
         bv = constant(bv)
-    if np.ndim(av) == 0 or np.ndim(bv) == 0:
+    if type(av) is float or av.ndim == 0 or type(bv) is float or bv.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
                          "are not allowed; use * for scalars)")
     try:
@@ -711,13 +753,10 @@ def matmul(a, b):
     y = check_dtype(y, "matmul")
     if not recording(a, b):
         return plain(y)
-    # canonical shapes: a (..., M, K), b (..., K, N); 1-D operands are a row / column
-    sa_shape = (1,) + av.shape if av.ndim == 1 else av.shape
-    sb_shape = bv.shape + (1,) if bv.ndim == 1 else bv.shape
-    M, K = sa_shape[-2:]
-    N = sb_shape[-1]
-    batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
-    B = math.prod(batch)
+    plan = _MATMUL_PLANS.get((av.shape, bv.shape))
+    if plan is None:
+        plan = _matmul_plan(av.shape, bv.shape)
+    sa_shape, sb_shape, M, K, N, batch, B = plan
     t = current_tape()
     a_in, ba = _batch_operand(t, a, sa_shape, batch, B)
     b_in, bb = _batch_operand(t, b, sb_shape, batch, B)
@@ -727,8 +766,29 @@ def matmul(a, b):
         yb_shape = batch + (K, N) if bb else (K, N)
         t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
         return result(y, t, slot)
-    off = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
+    key = ("matmul", B, M, K, N, ba, bb)
+    off = t.index_cache.get(key)
+    if off is None:
+        off = t.index_cache[key] = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
     return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
+
+
+_MATMUL_PLANS = {}  # (a's shape, b's shape) -> _matmul_plan
+
+
+def _matmul_plan(ashape, bshape):
+    """Canonical shapes a (..., M, K), b (..., K, N) (1-D operands are a row / column), M, K, N,
+    the broadcast batch shape and its size."""
+    sa_shape = (1,) + ashape if len(ashape) == 1 else ashape
+    sb_shape = bshape + (1,) if len(bshape) == 1 else bshape
+    M, K = sa_shape[-2:]
+    N = sb_shape[-1]
+    batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
+    plan = (sa_shape, sb_shape, M, K, N, batch, math.prod(batch))
+    if len(_MATMUL_PLANS) > 1024:
+        _MATMUL_PLANS.clear()
+    _MATMUL_PLANS[(ashape, bshape)] = plan
+    return plan
 
 
 def _batch_operand(t, x, shape, batch, B):

@@ -32,25 +32,29 @@ def _shape(x):
 
 @implements(np.sum)
 def sum(a, axis=None, keepdims=False, dtype=None, out=None, initial=None, where=None):
-    _no_extras("sum", out=out, initial=initial, where=where)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("sum", out=out, initial=initial, where=where)
     return rec.reduce("sum", as_tensor(a), axis, keepdims)
 
 
 @implements(np.prod)
 def prod(a, axis=None, keepdims=False, dtype=None, out=None, initial=None, where=None):
-    _no_extras("prod", out=out, initial=initial, where=where)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("prod", out=out, initial=initial, where=where)
     return rec.reduce("prod", as_tensor(a), axis, keepdims)
 
 
 @implements(np.max, np.amax, name="max")
 def max(a, axis=None, keepdims=False, out=None, initial=None, where=None):
-    _no_extras("max", out=out, initial=initial, where=where)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("max", out=out, initial=initial, where=where)
     return rec.reduce("amax", as_tensor(a), axis, keepdims)
 
 
 @implements(np.min, np.amin, name="min")
 def min(a, axis=None, keepdims=False, out=None, initial=None, where=None):
-    _no_extras("min", out=out, initial=initial, where=where)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("min", out=out, initial=initial, where=where)
     return rec.reduce("amin", as_tensor(a), axis, keepdims)
 
 
