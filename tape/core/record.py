@@ -168,6 +168,61 @@ def unary(code, x):
 def binary(code, a, b):
     if type(a) is Tensor:
         av = a._v
+        if type(av) is np.ndarray and av.ndim:
+            if type(b) is Tensor:
+                bv = b._v
+                if type(bv) is np.ndarray and bv.shape == av.shape:
+                    return _same_shape(code, a, b, av, bv)
+            elif type(b) is float and av.size != 1:
+                return _with_float(code, a, b, av, False)
+    elif type(a) is float and type(b) is Tensor:
+        bv = b._v
+        if type(bv) is np.ndarray and bv.ndim and bv.size != 1:
+            return _with_float(code, b, a, bv, True)
+    return _binary(code, a, b)
+
+
+def _same_shape(code, a, b, av, bv):
+    """``binary`` of two array tensors of one shape: no broadcast to settle."""
+    y = own_binary(code, av, bv) if code in OWN_VALUE else TABLE[code].ufunc(av, bv)
+    if y.dtype is not F64 or not y.flags.c_contiguous:
+        y = check_dtype(y, TABLE[code].name)
+    if not ((a._rg or b._rg) and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    sa = a._slot if a._tape is t else import_slot(t, a)
+    sb = b._slot if b._tape is t else import_slot(t, b)
+    return result(y, t, t.row(code, sa, sb, y, y.size))
+
+
+def _with_float(code, x, c, xv, reflected):
+    """``binary`` of an array tensor x (several elements) and a Python float c: c is read for
+    every element (a shared constant slot); `reflected`: c is the first operand."""
+    if code in OWN_VALUE:
+        y = own_binary(code, c, xv) if reflected else own_binary(code, xv, c)
+    else:
+        y = TABLE[code].ufunc(c, xv) if reflected else TABLE[code].ufunc(xv, c)
+    if y.dtype is not F64 or not y.flags.c_contiguous:
+        y = check_dtype(y, TABLE[code].name)
+    if not (x._rg and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    if reflected:
+        sc = t.scalar_const(c)
+        return result(y, t, t.row(code | ONE_A << FLAG_SHIFT, sc,
+                                  x._slot if x._tape is t else import_slot(t, x), y, y.size))
+    sx = x._slot if x._tape is t else import_slot(t, x)
+    return result(y, t, t.row(code | ONE_B << FLAG_SHIFT, sx, t.scalar_const(c), y, y.size))
+
+
+def _binary(code, a, b):
+    """``binary``, every case (0-d, broadcast, constants of any type)."""
+    if type(a) is Tensor:
+        av = a._v
         ra = a._rg
     else:
         av = a
