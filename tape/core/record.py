@@ -31,6 +31,7 @@ MATMUL = OPCODE["matmul"]
 MATMUL_BLAS = OPCODE["matmul_blas"]
 COPY = OPCODE["copy"]
 F64 = np.dtype(np.float64)
+_BOOL = np.dtype(bool)
 
 # NumPy ufunc -> elementwise opcode (the table's rows, plus NumPy's aliases of them)
 UFUNC_CODE = {p.ufunc: c for c, p in enumerate(TABLE)
@@ -127,20 +128,6 @@ def own_binary(code, av, bv):
 
 def unary(code, x):
     xv = x._v
-    if type(xv) is np.ndarray and xv.ndim:  # an array (0-d values below)
-        if code in OWN_VALUE:
-            y = own_unary(code, xv)
-        else:
-            y = TABLE[code].ufunc(xv)
-            if y.dtype is not F64 or not y.flags.c_contiguous:
-                y = check_dtype(y, TABLE[code].name)
-        if x._rg and state.grad:
-            t = state.tape
-            if t is None or t.sealed:
-                t = current_tape()
-            return result(y, t, t.row(code, x._slot if x._tape is t else import_slot(t, x), -1,
-                                      y, y.size))
-        return plain(y)
     if x._meta is not None and xv.ndim == 0:
         xv = float(xv)  # a 0-d leaf (its buffer is an array) takes the 0-d path
     if type(xv) is float:
@@ -157,11 +144,19 @@ def unary(code, x):
                 t.roll()
             return result(y, t, slot)
         return plain(y)
-    y = own_unary(code, xv) if code in OWN_VALUE else check_dtype(TABLE[code].ufunc(xv),
-                                                                  TABLE[code].name)
+    if code in OWN_VALUE:
+        y = own_unary(code, xv)
+    else:
+        y = TABLE[code].ufunc(xv)
+        if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
+                or not y.ndim:
+            y = check_dtype(y, TABLE[code].name)
     if x._rg and state.grad:
-        t = current_tape()
-        return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y)))
+        t = state.tape
+        if t is None or t.sealed:
+            t = current_tape()
+        return result(y, t, t.row(code, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                                  _size(y)))
     return plain(y)
 
 
@@ -395,41 +390,56 @@ def broadcast_slot(t, x, shape):
 
 
 def where(mask, a, b):
-    mask = raw(mask)
-    if type(mask) is not np.ndarray or mask.dtype != np.bool_:
-        mask = np.asarray(mask).astype(bool)
-    av, bv = raw(a), raw(b)
+    if type(mask) is not np.ndarray or mask.dtype is not _BOOL:
+        mask = np.asarray(raw(mask)).astype(bool)
+    av = a._v if type(a) is Tensor else a
+    bv = b._v if type(b) is Tensor else b
     try:
         y = np.where(mask, av, bv)
     except ValueError as e:
         raise ValueError(f"where: {e} (condition {mask.shape}, x {np.shape(av)}, "
                          f"y {np.shape(bv)})") from None
-    y = check_dtype(y, "where")
-    if not recording(a, b):
+    if y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
+        y = check_dtype(y, "where")
+    if not ((type(a) is Tensor and a._rg or type(b) is Tensor and b._rg) and state.grad):
         return plain(y)
-    t = current_tape()
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
     shape = _shape(y)
     n = _size(y)
-    sa, fa, ma = _operand(t, a, shape, n)
-    sb, fb, mb = _operand(t, b, shape, n)
-    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
-    return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n,
-                              _where_ints(t, ma, mb, mask, shape, n)))
+    if type(a) is Tensor and type(av) is np.ndarray and av.size == n:  # (as _operand)
+        sa, fa, ma = a._slot if a._tape is t else import_slot(t, a), 0, -1
+    else:
+        sa, fa, ma = _operand(t, a, shape, n)
+    if type(b) is Tensor and type(bv) is np.ndarray and bv.size == n:
+        sb, fb, mb = b._slot if b._tape is t else import_slot(t, b), 0, -1
+    else:
+        sb, fb, mb = _operand(t, b, shape, n)
+    code = WHERE
+    if fa or fb or ma >= 0 or mb >= 0:
+        code |= (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << FLAG_SHIFT
+    return result(y, t, t.row(code, sa, sb, y, n, _where_ints(t, ma, mb, mask, shape, n)))
+
+
+_WHERE_SHARED = 1 << 16  # larger masks are not compared (their ints dwarf the saving)
 
 
 def _where_ints(t, ma, mb, mask, shape, n):
     """IA offset of a where row's ints (``layouts.encode_where``): the mask broadcast to `shape`
     written straight into the chunk (no broadcast view, no concatenation of a converted copy),
     shared by the rows of a tape whose masks are equal (a mask reused in a loop costs its eight
-    bytes per element once, not per row)."""
-    key = ("where", ma, mb, shape, mask.shape, mask.tobytes())
-    off = t.index_cache.get(key)
+    bytes per element once, not per row; masks of up to _WHERE_SHARED elements)."""
+    key = ("where", ma, mb, shape, mask.shape, mask.tobytes()) if n <= _WHERE_SHARED else None
+    off = t.index_cache.get(key) if key is not None else None
     if off is None:
         ints = np.empty(n + 2, np.int64)
         ints[0] = ma
         ints[1] = mb
         ints[2:].reshape(shape)[...] = mask
-        off = t.index_cache[key] = t.ia_len
+        off = t.ia_len
+        if key is not None:
+            t.index_cache[key] = off
         t.ia.append(ints)
         t.ia_len += n + 2
     return off

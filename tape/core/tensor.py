@@ -297,7 +297,7 @@ def slot_in(t: Tape, x) -> int:
 
 
 def result(value, t, slot):
-    r = Tensor.__new__(Tensor)
+    r = _new(Tensor)
     r._v = value
     r._tape = t
     r._slot = slot
@@ -307,7 +307,7 @@ def result(value, t, slot):
 
 
 def plain(value):
-    r = Tensor.__new__(Tensor)
+    r = _new(Tensor)
     r._v = value
     r._tape = None
     r._slot = -1
