@@ -476,6 +476,8 @@ _BASIC_MAPS = {}  # (shape, hashable basic key) -> (index map, is a pure reshape
 def _hashable(key):
     """A hashable form of a basic index (ints, slices, None, Ellipsis), or None."""
     if type(key) is not tuple:
+        if type(key) is slice:
+            return (("s", key.start, key.stop, key.step),)
         key = (key,)
     out = []
     for k in key:
@@ -494,10 +496,19 @@ def getitem(x, key):
             and v.dtype == F64:
         return _vector_item(x, v, key)
     hk = _hashable(key)  # (a basic key holds nothing plain_key changes)
+    if hk is not None and type(v) is np.ndarray and x._rg and state.grad:
+        t = state.tape
+        if t is not None and not t.sealed:
+            off = t.index_cache.get(("gather", v.shape, hk))
+            if off is not None:  # this slice of this shape is on the tape: its ints are there
+                y = v[key]
+                y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
+                return result(y, t, t.row(GATHER, x._slot if x._tape is t else
+                                          import_slot(t, x), -1, y, _size(y), off))
     if hk is None:
         key = plain_key(key)
-        if type(key) is np.ndarray and key.dtype.kind in "iu" and type(v) is np.ndarray \
-                and v.ndim:
+        if type(key) is np.ndarray and key.dtype.kind in "iu" and key.ndim \
+                and type(v) is np.ndarray and v.ndim:
             return _integer_gather(x, v, key)
         hk = _hashable(key)
     shape = _shape(v)
@@ -520,31 +531,45 @@ def getitem(x, key):
     if hk is None:
         return gather(x, idx)
     if type(v) is np.ndarray:  # the value by NumPy's view, copied: flat[idx] element for element
-        return _gathered(x, check_dtype(v[key].copy(), "indexing"), idx, ("gather", shape, hk))
+        y = v[key]
+        y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
+        return _gathered(x, y, idx, ("gather", shape, hk))
     return gather(x, idx, cache_key=("gather", shape, hk))
 
 
-_INT_MAPS = {}  # (shape, integer key's dtype, shape and bytes) -> read-only index map
+_INT_MAPS = {}  # ("gather", shape, integer key's dtype, shape and bytes) -> read-only index map
 
 
 def _integer_gather(x, v, key):
-    """x[key] for an integer array key: NumPy's own fancy indexing for the value (its errors,
-    as ``index_map`` raises them on an array of x's shape), the index map cached by the key's
-    contents (a key reused in a loop is mapped once, and its ints are shared within a tape)."""
+    """x[key] for an integer array key (not 0-d): NumPy's own fancy indexing for the value (its
+    errors, as ``index_map`` raises them on an array of x's shape), the index map cached by the
+    key's contents (a key reused in a loop is mapped once, and its ints are shared within a
+    tape)."""
     y = v[key]
-    shape = v.shape
-    ck = (shape, key.dtype.str, key.shape, key.tobytes()) if key.size <= 4096 else None
-    idx = _INT_MAPS.get(ck) if ck is not None else None
-    if idx is None:
-        idx = index_map(shape, key)
-        if ck is not None:
-            if len(_INT_MAPS) > 1024:
-                _INT_MAPS.clear()
-            idx.flags.writeable = False
-            _INT_MAPS[ck] = idx
-    if y.ndim == 0 or not y.flags.c_contiguous:
+    if not y.flags.c_contiguous:
         y = check_dtype(y, "indexing")
-    return _gathered(x, y, idx, ("gather",) + ck if ck is not None else None)
+    if not (x._rg and state.grad):
+        return plain(y)
+    shape = v.shape
+    ck = ("gather", shape, key.dtype.str, key.shape, key.tobytes()) if key.size <= 4096 else None
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    off = t.index_cache.get(ck) if ck is not None else None
+    if off is None:
+        idx = _INT_MAPS.get(ck) if ck is not None else None
+        if idx is None:
+            idx = index_map(shape, key)
+            if ck is not None:
+                if len(_INT_MAPS) > 1024:
+                    _INT_MAPS.clear()
+                idx.flags.writeable = False
+                _INT_MAPS[ck] = idx
+        off = t.add_ints(idx)
+        if ck is not None:
+            t.index_cache[ck] = off
+    return result(y, t, t.row(GATHER, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                              y.size, off))
 
 
 def _gathered(x, y, idx, cache_key):
@@ -803,11 +828,8 @@ def scan(name, x, axis=None):
 
 
 def matmul(a, b):
-    av, bv = raw(a), raw(b)
-    if type(a) is not Tensor:
-        av = constant(av)
-    if type(b) is not Tensor:
-        bv = constant(bv)
+    av = a._v if type(a) is Tensor else constant(a)
+    bv = b._v if type(b) is Tensor else constant(b)
     if type(av) is float or av.ndim == 0 or type(bv) is float or bv.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
                          "are not allowed; use * for scalars)")
@@ -815,23 +837,26 @@ def matmul(a, b):
         y = np.matmul(av, bv)
     except ValueError as e:
         raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
-    y = check_dtype(y, "matmul")
-    if not recording(a, b):
+    if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
+        y = check_dtype(y, "matmul")
+    if not ((type(a) is Tensor and a._rg or type(b) is Tensor and b._rg) and state.grad):
         return plain(y)
     plan = _MATMUL_PLANS.get((av.shape, bv.shape))
     if plan is None:
         plan = _matmul_plan(av.shape, bv.shape)
-    sa_shape, sb_shape, M, K, N, batch, B = plan
-    t = current_tape()
-    a_in, ba = _batch_operand(t, a, sa_shape, batch, B)
-    b_in, bb = _batch_operand(t, b, sb_shape, batch, B)
-    if B * M * K * N > BLAS_FLOPS:
+    sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key = plan
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    # (an operand whose batch is its own or none is its slot: _batch_operand's first cases)
+    a_in, ba = (slot_in(t, a), ka) if ka >= 0 else _batch_operand(t, a, sa_shape, batch, B)
+    b_in, bb = (slot_in(t, b), kb) if kb >= 0 else _batch_operand(t, b, sb_shape, batch, B)
+    if key is None:  # above BLAS_FLOPS
         slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
         ya_shape = batch + (M, K) if ba else (M, K)
         yb_shape = batch + (K, N) if bb else (K, N)
         t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
         return result(y, t, slot)
-    key = ("matmul", B, M, K, N, ba, bb)
     off = t.index_cache.get(key)
     if off is None:
         off = t.index_cache[key] = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
@@ -843,13 +868,20 @@ _MATMUL_PLANS = {}  # (a's shape, b's shape) -> _matmul_plan
 
 def _matmul_plan(ashape, bshape):
     """Canonical shapes a (..., M, K), b (..., K, N) (1-D operands are a row / column), M, K, N,
-    the broadcast batch shape and its size."""
+    the broadcast batch shape and its size, for a and b whether they carry the batch (0 / 1;
+    -1: broadcast to it by ``_batch_operand``), and the row's index cache key (None: a BLAS
+    row)."""
     sa_shape = (1,) + ashape if len(ashape) == 1 else ashape
     sb_shape = bshape + (1,) if len(bshape) == 1 else bshape
     M, K = sa_shape[-2:]
     N = sb_shape[-1]
     batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
-    plan = (sa_shape, sb_shape, M, K, N, batch, math.prod(batch))
+    B = math.prod(batch)
+    ka, kb = (0 if math.prod(s[:-2]) == 1 else 1 if s[:-2] == batch else -1
+              for s in (sa_shape, sb_shape))
+    key = None if B * M * K * N > BLAS_FLOPS else ("matmul", B, M, K, N, 1 if ka else 0,
+                                                    1 if kb else 0)
+    plan = (sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key)
     if len(_MATMUL_PLANS) > 1024:
         _MATMUL_PLANS.clear()
     _MATMUL_PLANS[(ashape, bshape)] = plan
