@@ -91,6 +91,34 @@ def test_same_shape_binary_records_the_general_row(shape, name, grad):
     _same(_record(via(R.binary), a, b, grad=grad), _record(via(R._binary), a, b, grad=grad))
 
 
+BROADCASTS = [((16, 16, 3), (16, 1, 3)), ((3,), (2, 3)), ((2, 1), (1, 3)), ((1,), (4,)),
+              ((4,), (1,)), ((2, 3, 1, 2), (3, 1, 1)), ((2, 1, 3, 1), (1, 4, 1, 5)),
+              ((0, 3), (3,)), ((1, 1), (2, 2))]
+
+
+@pytest.mark.parametrize("ashape,bshape", BROADCASTS)
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("grad", [(True, True), (True, False), (False, True)])
+def test_broadcast_binary_records_the_general_row(ashape, bshape, name, grad):
+    code = OPCODE[name]
+    rng = np.random.default_rng(8)
+    a, b = rng.uniform(0.5, 2.0, ashape), rng.uniform(0.5, 2.0, bshape)
+
+    def via(f):
+        def run(x, y):
+            z = f(code, x, y)  # the first of these shapes on the tape, then from its cache
+            return f(code, x, y) - f(code, y, x) + z
+        return run
+
+    _same(_record(via(R.binary), a, b, grad=grad), _record(via(R._binary), a, b, grad=grad))
+
+
+def test_broadcast_shape_error_names_the_shapes():
+    x = tape.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError, match=r"add: .* \(operand shapes \(3,\) and \(4,\)\)"):
+        x + tape.tensor(np.ones(4))
+
+
 @pytest.mark.parametrize("shape", SHAPES + [(1,), (1, 1)])
 @pytest.mark.parametrize("name", BINARY)
 @pytest.mark.parametrize("c", [2.5, 0.0, -0.0, 1.0])

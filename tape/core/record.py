@@ -166,8 +166,10 @@ def binary(code, a, b):
         if type(av) is np.ndarray and av.ndim:
             if type(b) is Tensor:
                 bv = b._v
-                if type(bv) is np.ndarray and bv.shape == av.shape:
-                    return _same_shape(code, a, b, av, bv)
+                if type(bv) is np.ndarray and bv.ndim:
+                    if bv.shape == av.shape:
+                        return _same_shape(code, a, b, av, bv)
+                    return _broadcast(code, a, b, av, bv)
             elif type(b) is float and av.size != 1:
                 return _with_float(code, a, b, av, False)
     elif type(a) is float and type(b) is Tensor:
@@ -267,7 +269,13 @@ def _binary(code, a, b):
     if t is None or t.sealed:
         t = current_tape()
     n = 1 if type(y) is float else y.size
-    shape = _shape(y)
+    sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, _shape(y), n)
+    return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
+
+
+def _operands(t, a, b, av, bv, ra, rb, shape, n):
+    """Slots of a binary row's operands (imported in that order), its flags and its IA offset
+    (0, or the broadcast's maps or strides), for a result of `shape` and n elements."""
     if ra and a._tape is t and type(av) is np.ndarray and av.size == n:
         sa, fa, ma = a._slot, 0, -1
     else:
@@ -287,6 +295,35 @@ def _binary(code, a, b):
             hit = t.index_cache[key] = (t.add_ints((ma, mb) + strided), STRIDED if strided else 0)
         iat = hit[0]
         flags |= hit[1]
+    return sa, sb, flags, iat
+
+
+def _broadcast(code, a, b, av, bv):
+    """``binary`` of two array tensors of different shapes: the row's flags and ints depend on
+    the shapes only, so a tape keeps them per pair of shapes after the first such row."""
+    p = TABLE[code]
+    try:
+        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv)
+    except ValueError as e:
+        raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
+    if y.dtype is not F64 or not y.flags.c_contiguous:
+        y = check_dtype(y, p.name)
+    ra, rb = a._rg, b._rg
+    if not ((ra or rb) and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    n = y.size
+    key = ("binary", av.shape, bv.shape)
+    hit = t.index_cache.get(key)
+    if hit is None:
+        sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, y.shape, n)
+        t.index_cache[key] = (flags, iat)
+    else:
+        flags, iat = hit
+        sa = a._slot if a._tape is t else import_slot(t, a)
+        sb = b._slot if b._tape is t else import_slot(t, b)
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 
