@@ -443,8 +443,10 @@ def where(mask, a, b):
     t = state.tape
     if t is None or t.sealed:
         t = current_tape()
-    shape = _shape(y)
-    n = _size(y)
+    if type(y) is float:
+        shape, n = (), 1
+    else:
+        shape, n = y.shape, y.size
     if type(a) is Tensor and type(av) is np.ndarray and av.size == n:  # (as _operand)
         sa, fa, ma = a._slot if a._tape is t else import_slot(t, a), 0, -1
     else:
@@ -532,6 +534,9 @@ def getitem(x, key):
     if type(key) is int and type(v) is np.ndarray and v.ndim == 1 and v.shape[0] > 1 \
             and v.dtype == F64:
         return _vector_item(x, v, key)
+    if type(key) is np.ndarray and key.dtype.kind in "iu" and key.ndim and type(v) is np.ndarray \
+            and v.ndim:
+        return _integer_gather(x, v, key)
     hk = _hashable(key)  # (a basic key holds nothing plain_key changes)
     if hk is not None and type(v) is np.ndarray and x._rg and state.grad:
         t = state.tape
