@@ -426,7 +426,12 @@ def broadcast_slot(t, x, shape):
     return t.row(GATHER, slot_in(t, x), -1, value, value.size, _map_offset(t, xshape, shape))
 
 
-def where(mask, a, b):
+def where(condition, x=None, y=None):
+    """np.where(condition, x, y) (NumPy's names: ``tape.numpy.where`` is this function);
+    np.where(condition) alone: the indices of its nonzero elements."""
+    if x is None and y is None:
+        return np.where(raw(condition))
+    mask, a, b = condition, x, y
     if type(mask) is not np.ndarray or mask.dtype is not _BOOL:
         mask = np.asarray(raw(mask)).astype(bool)
     av = a._v if type(a) is Tensor else a
