@@ -727,14 +727,17 @@ def scatter_flat(x, v, pos, win, shape):
 
 def reshape(x, shape):
     xv = x._v
-    y = np.reshape(xv, shape)
+    y = xv.reshape(shape) if type(xv) is np.ndarray else np.reshape(xv, shape)
     y = float(y) if y.ndim == 0 else y
-    if not recording(x):
+    if not (x._rg and state.grad):
         return plain(y if type(y) is float else y.copy())
     if type(y) is not float and x._meta is not None:
         y = y.copy()  # a leaf's buffer may be updated in place later: the row keeps its own
-    t = current_tape()
-    return result(y, t, t.row(COPY, slot_in(t, x), -1, y, _size(y)))
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    return result(y, t, t.row(COPY, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                              _size(y)))
 
 
 def transpose(x, axes=None):
