@@ -195,7 +195,7 @@ INT_KEYS = [((6,), [3, 0, -1, 2, 2]), ((6,), [[1, 2], [5, 0]]), ((5, 3), [4, 0, 
 
 
 @pytest.mark.parametrize("shape,key", INT_KEYS)
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint16])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint16, np.dtype(">i8")])
 def test_integer_key_records_the_general_row(shape, key, dtype):
     key = np.asarray(key).astype(dtype) if np.min(key, initial=0) >= 0 or \
         np.dtype(dtype).kind == "i" else np.asarray(key)

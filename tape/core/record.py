@@ -598,7 +598,7 @@ def _integer_gather(x, v, key):
     if not (x._rg and state.grad):
         return plain(y)
     shape = v.shape
-    ck = ("gather", shape, key.dtype.str, key.shape, key.tobytes()) if key.size <= 4096 else None
+    ck = ("gather", shape, key.dtype, key.shape, key.tobytes()) if key.size <= 4096 else None
     t = state.tape
     if t is None or t.sealed:
         t = current_tape()
