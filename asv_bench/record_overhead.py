@@ -1,8 +1,11 @@
 """Recording overhead per small-array op: recorded minus NumPy, us per op.
 
-Usage: PYTHONPATH=<checkout> python asv_bench/record_overhead.py [case ...]. The cases import
-their shapes from benchmarks/bench_kernels.py next to this file; ``tape`` comes from PYTHONPATH,
-so running this script with another checkout's PYTHONPATH compares the two side by side.
+Usage: PYTHONPATH=<checkout> python asv_bench/record_overhead.py [case ...]. ``tape`` comes from
+PYTHONPATH, so running this script with another checkout's PYTHONPATH (and its NUMBA_CACHE_DIR)
+compares the two side by side; alternate them, a few rounds (docs/performance.md). Each case is
+N ops recorded under ``tape.vjp`` with the vjp's leaves as operands, best of 7 in CPU time. "numpy
+keeping results" keeps every result alive as a tape does: for arrays of a few KB the fresh pages
+that costs are much of a recording's time on a VM, and vary with the heap's state.
 """
 import os
 import sys
@@ -80,8 +83,9 @@ def main(names):
         rec = best(lambda: tape.vjp(f, *args)) / N * 1e6
         npt = best(lambda: f(*args)) / N * 1e6
         npk = best(lambda: kept(f)(*args)) / N * 1e6
-        print(f"{name:10s} recorded {rec:6.2f} us  numpy {npt:5.2f} us  overhead {rec - npt:6.2f} us"
-              f"  (numpy keeping results {npk:5.2f} us: overhead {rec - npk:6.2f} us)", flush=True)
+        print(f"{name:10s} recorded {rec:6.2f} us  numpy {npt:5.2f} us  "
+              f"overhead {rec - npt:6.2f} us  (numpy keeping results {npk:5.2f} us: "
+              f"overhead {rec - npk:6.2f} us)", flush=True)
 
 
 if __name__ == "__main__":
