@@ -37,6 +37,18 @@ def chain(op):
     return f
 
 
+def on_tape(op):
+    """As chain, the operands first recorded once on the tape (x * 1.0): ops on results of
+    earlier ops, as in most code, import no leaf."""
+    def f(*args):
+        args = [a * 1.0 for a in args]
+        for _ in range(N):
+            y = op(*args)
+        return y
+    f.op = op
+    return f
+
+
 CASES = {
     "exp16": (chain(lambda x: np.exp(x)), (a16,)),
     "neg16": (chain(lambda x: -x), (a16,)),
@@ -51,6 +63,10 @@ CASES = {
     "gint": (chain(lambda x: x[B._ROWS]), (m,)),
     "where64": (chain(lambda x, y: np.where(B._MASK, x, y)), (m, m2)),
     "matmul16": (chain(lambda x, y: x @ y), (m[:16, :16].copy(), m2[:16, :16].copy())),
+    "exp16t": (on_tape(lambda x: np.exp(x)), (a16,)),
+    "add16t": (on_tape(lambda x, y: x + y), (a16, b16)),
+    "where16t": (on_tape(lambda x, y: np.where(MASK16, x, y)), (a16, b16)),
+    "matmul16t": (on_tape(lambda x, y: x @ y), (m[:16, :16].copy(), m2[:16, :16].copy())),
 }
 
 

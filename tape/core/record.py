@@ -441,17 +441,15 @@ def where(condition, x=None, y=None):
     except ValueError as e:
         raise ValueError(f"where: {e} (condition {mask.shape}, x {np.shape(av)}, "
                          f"y {np.shape(bv)})") from None
-    if y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
+    shape = y.shape
+    if y.dtype is not F64 or not shape or not y.flags.c_contiguous:
         y = check_dtype(y, "where")
     if not ((type(a) is Tensor and a._rg or type(b) is Tensor and b._rg) and state.grad):
         return plain(y)
     t = state.tape
     if t is None or t.sealed:
         t = current_tape()
-    if type(y) is float:
-        shape, n = (), 1
-    else:
-        shape, n = y.shape, y.size
+    n = 1 if type(y) is float else y.size
     if type(a) is Tensor and type(av) is np.ndarray and av.size == n:  # (as _operand)
         sa, fa, ma = a._slot if a._tape is t else import_slot(t, a), 0, -1
     else:

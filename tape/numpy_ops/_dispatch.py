@@ -197,7 +197,7 @@ class TensorNumpyProtocols:
         for t in types:  # (array_function's check, inline for the functions we implement)
             if t is not Tensor and t is not np.ndarray and not issubclass(t, (Tensor, np.ndarray)):
                 return NotImplemented
-        return impl(*args, **kwargs)
+        return impl(*args, **kwargs) if kwargs else impl(*args)
 
 
 install(TensorNumpyProtocols)
