@@ -431,7 +431,7 @@ def where(condition, x=None, y=None):
     np.where(condition) alone: the indices of its nonzero elements."""
     if x is None and y is None:
         return np.where(raw(condition))
-    mask, a, b = condition, x, y
+    mask, a, b = condition, x, y  # (y is the result from here on)
     if type(mask) is not np.ndarray or mask.dtype is not _BOOL:
         mask = np.asarray(raw(mask)).astype(bool)
     av = a._v if type(a) is Tensor else a
