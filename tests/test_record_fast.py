@@ -351,3 +351,17 @@ def test_matmul_plan_records_the_first_row(ashape, bshape):
     slow = _record(f, a, b)
     _same(_record(f, a, b), slow)
     assert np.array_equal(slow[0]._v, (a @ b) + (a @ b))
+
+
+def test_matmul_plan_follows_blas_flops(monkeypatch):
+    """A plan cached by shapes leaves the BLAS-or-jitted choice to the setting of each call."""
+    a, b = np.ones((2, 3)), np.ones((3, 2))
+    blas = OPCODE["matmul_blas"]
+    _, t = _record(lambda x, y: x @ y, a, b)
+    assert t["rows"][6] == OPCODE["matmul"]  # leaf, leaf, product
+    monkeypatch.setattr(R, "BLAS_FLOPS", 0)
+    _, t = _record(lambda x, y: x @ y, a, b)
+    assert t["rows"][6] == blas
+    monkeypatch.undo()
+    _, t = _record(lambda x, y: x @ y, a, b)
+    assert t["rows"][6] == OPCODE["matmul"]

@@ -899,7 +899,7 @@ def matmul(a, b):
     # (an operand whose batch is its own or none is its slot: _batch_operand's first cases)
     a_in, ba = (slot_in(t, a), ka) if ka >= 0 else _batch_operand(t, a, sa_shape, batch, B)
     b_in, bb = (slot_in(t, b), kb) if kb >= 0 else _batch_operand(t, b, sb_shape, batch, B)
-    if key is None:  # above BLAS_FLOPS
+    if B * M * K * N > BLAS_FLOPS:  # (read per call: BLAS_FLOPS is the module's setting)
         slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
         ya_shape = batch + (M, K) if ba else (M, K)
         yb_shape = batch + (K, N) if bb else (K, N)
@@ -917,8 +917,7 @@ _MATMUL_PLANS = {}  # (a's shape, b's shape) -> _matmul_plan
 def _matmul_plan(ashape, bshape):
     """Canonical shapes a (..., M, K), b (..., K, N) (1-D operands are a row / column), M, K, N,
     the broadcast batch shape and its size, for a and b whether they carry the batch (0 / 1;
-    -1: broadcast to it by ``_batch_operand``), and the row's index cache key (None: a BLAS
-    row)."""
+    -1: broadcast to it by ``_batch_operand``), and a jitted row's index cache key."""
     sa_shape = (1,) + ashape if len(ashape) == 1 else ashape
     sb_shape = bshape + (1,) if len(bshape) == 1 else bshape
     M, K = sa_shape[-2:]
@@ -927,8 +926,7 @@ def _matmul_plan(ashape, bshape):
     B = math.prod(batch)
     ka, kb = (0 if math.prod(s[:-2]) == 1 else 1 if s[:-2] == batch else -1
               for s in (sa_shape, sb_shape))
-    key = None if B * M * K * N > BLAS_FLOPS else ("matmul", B, M, K, N, 1 if ka else 0,
-                                                    1 if kb else 0)
+    key = ("matmul", B, M, K, N, 1 if ka else 0, 1 if kb else 0)
     plan = (sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key)
     if len(_MATMUL_PLANS) > 1024:
         _MATMUL_PLANS.clear()
