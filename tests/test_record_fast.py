@@ -54,14 +54,14 @@ def _lists(t):
     return {"rows": list(t.rows), "side": list(t.side), "sv": list(t.sv),
             "ia": np.concatenate(t.ia) if t.ia else np.zeros(0, np.int64),
             "av": [None if v is None else (v.shape, v.tobytes()) for v in t.av],
-            "consts": dict(t.consts)}
+            "consts": dict(t.consts), "escapes": dict(t.escapes)}
 
 
 def _same(fast, slow):
     (yf, tf), (ys, ts) = fast, slow
     assert (tf is None) == (ts is None)
     if tf is not None:
-        for k in ("rows", "side", "sv", "av", "consts"):
+        for k in ("rows", "side", "sv", "av", "consts", "escapes"):
             assert tf[k] == ts[k], k
         np.testing.assert_array_equal(tf["ia"], ts["ia"])
     vf, vs = yf._v, ys._v
