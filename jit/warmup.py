@@ -1,6 +1,15 @@
-"""``python -m jit.warmup``: fill Numba's on-disk cache for every interpreter entry point."""
+"""``python -m jit.warmup``: fill Numba's on-disk cache for every interpreter entry point, on two
+cores when the machine has them (``jit._warm``). ``--entries a,b`` (the warm-up's worker)
+compiles only those, in this process."""
+import os
+import sys
+
 from . import warmup
+from ._warm import run
 
 if __name__ == "__main__":
-    total = warmup(verbose=True)
-    print(f"{'all entry points':16s} {total:7.2f} s")
+    if sys.argv[1:2] == ["--entries"]:
+        run(entries=set(sys.argv[2].split(",")))
+    else:
+        total = warmup(verbose=True, workers=min(2, os.cpu_count() or 1))
+        print(f"{'all entry points':16s} {total:7.2f} s")

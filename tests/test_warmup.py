@@ -1,0 +1,68 @@
+"""The warm-up on two cores (jit/_warm.py): the worker process compiles its share into the cache
+this process then loads from; entries already cached start no worker; a failed worker leaves the
+compile to this process. Run on small entries in fresh caches (a whole cold warm-up takes
+minutes)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"),
+                                reason="nothing is compiled or cached without the JIT")
+
+_SPLIT = """
+import sys
+from jit import _warm, _interp, _plan
+_warm.WORKER_SHARE = {"need_pass", "mark_swept"}
+if sys.argv[1] == "failing":  # a worker that dies at once
+    _warm._start_worker = lambda names: __import__("subprocess").Popen(
+        [sys.executable, "-c", "raise SystemExit(3)"], stderr=__import__("subprocess").PIPE,
+        text=True)
+started = []
+real = _warm._start_worker
+_warm._start_worker = lambda names: started.append(sorted(names)) or real(names)
+_warm.run(entries={"data_pointers", "need_pass", "mark_swept"}, workers=2)
+stats = lambda fn: (sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values()))
+print(started)
+print(stats(_interp.data_pointers), stats(_interp.need_pass), stats(_plan.mark_swept))
+"""
+
+
+def _run(arg, cache):
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env.update(NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", _SPLIT, arg], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
+
+
+def test_the_worker_compiles_its_share_and_this_process_loads_it(tmp_path):
+    r = _run("working", tmp_path)
+    assert r.returncode == 0, r.stderr
+    started, counts = r.stdout.strip().split("\n")
+    assert started == "[['mark_swept', 'need_pass']]"
+    # data_pointers compiled here (a miss); the worker's two loaded here from the cache (hits)
+    assert counts == "(0, 1) (1, 0) (1, 0)"
+    again = _run("working", tmp_path)  # all cached: no worker, every entry a hit
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip().split("\n") == ["[]", "(1, 0) (1, 0) (1, 0)"]
+
+
+def test_a_failed_worker_leaves_the_compile_here(tmp_path):
+    r = _run("failing", tmp_path)
+    assert r.returncode == 0, r.stderr
+    started, counts = r.stdout.strip().split("\n")
+    assert started == "[['mark_swept', 'need_pass']]"
+    assert counts == "(0, 1) (0, 1) (0, 1)"
+
+
+def test_the_split_names_real_entries():
+    from jit import _warm
+
+    names = {n for _, n in _warm.ENTRIES}
+    assert _warm.WORKER_SHARE <= names
+    assert len(names) == len(_warm.ENTRIES)  # each entry once
