@@ -85,7 +85,7 @@ def run(verbose: bool = False, workers: int = 1, entries=None) -> float:
             worker = _start_worker([n for _, n in later])
     for m, n in [e for e in chosen if e not in later] + later:
         t = time.perf_counter()
-        if worker is not None:  # the first of its entries: wait for it
+        if worker is not None and (m, n) == later[0]:  # the first of its entries: wait for it
             _, err = worker.communicate()
             if worker.returncode != 0 and verbose:
                 print(f"warm-up worker failed (compiling here instead):\n{err}", file=sys.stderr)
