@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from . import ENTRY_POINTS, PLANS, SPECIAL
@@ -61,12 +62,26 @@ def load_cached(module, name: str) -> bool:
 
 
 def _start_worker(names):
-    """A ``python -m jit.warmup --entries ...`` process compiling names into the shared cache."""
+    """A ``python -m jit.warmup --entries ...`` process compiling names into the shared cache;
+    its stderr goes to a file (a pipe nobody reads until the end could fill and stall it)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
-    return subprocess.Popen([sys.executable, "-m", "jit.warmup", "--entries", ",".join(names)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = tempfile.TemporaryFile("w+")
+    worker = subprocess.Popen([sys.executable, "-m", "jit.warmup", "--entries", ",".join(names)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=err)
+    worker.err = err
+    return worker
+
+
+def _finish(worker, verbose):
+    """Wait for the worker; say why if it failed (its entries then compile here)."""
+    worker.wait()
+    if worker.returncode != 0 and verbose:
+        worker.err.seek(0)
+        print(f"warm-up worker failed (compiling here instead):\n{worker.err.read()}",
+              file=sys.stderr)
+    worker.err.close()
 
 
 def run(verbose: bool = False, workers: int = 1, entries=None) -> float:
@@ -83,16 +98,20 @@ def run(verbose: bool = False, workers: int = 1, entries=None) -> float:
         later = [(m, n) for m, n in share if not load_cached(_module(m), n)]
         if later:
             worker = _start_worker([n for _, n in later])
-    for m, n in [e for e in chosen if e not in later] + later:
-        t = time.perf_counter()
-        if worker is not None and (m, n) == later[0]:  # the first of its entries: wait for it
-            _, err = worker.communicate()
-            if worker.returncode != 0 and verbose:
-                print(f"warm-up worker failed (compiling here instead):\n{err}", file=sys.stderr)
+    try:
+        for m, n in [e for e in chosen if e not in later] + later:
+            t = time.perf_counter()
+            if worker is not None and (m, n) == later[0]:  # its first entry: wait for it
+                _finish(worker, verbose)
+                if verbose:
+                    print(f"{'(worker)':16s} {time.perf_counter() - t:7.2f} s more")
+                worker, t = None, time.perf_counter()
+            load(_module(m), n, notice=False)  # (asked for: no notice)
             if verbose:
-                print(f"{'(worker)':16s} {time.perf_counter() - t:7.2f} s more")
-            worker, t = None, time.perf_counter()
-        load(_module(m), n, notice=False)  # (asked for: no notice)
-        if verbose:
-            print(f"{n:16s} {time.perf_counter() - t:7.2f} s")
+                print(f"{n:16s} {time.perf_counter() - t:7.2f} s")
+    finally:
+        if worker is not None:  # (this process failed or was interrupted first)
+            worker.kill()
+            worker.wait()
+            worker.err.close()
     return time.perf_counter() - t0

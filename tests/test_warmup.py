@@ -20,9 +20,11 @@ import sys
 from jit import _cache, _warm, _interp, _plan
 _warm.WORKER_SHARE = {"need_pass", "mark_swept"}
 if sys.argv[1] == "failing":  # a worker that dies at once
-    _warm._start_worker = lambda names: __import__("subprocess").Popen(
-        [sys.executable, "-c", "raise SystemExit(3)"], stderr=__import__("subprocess").PIPE,
-        text=True)
+    def dying(names):
+        worker = __import__("subprocess").Popen([sys.executable, "-c", "raise SystemExit(3)"])
+        worker.err = __import__("tempfile").TemporaryFile("w+")
+        return worker
+    _warm._start_worker = dying
 started, order = [], []
 real = _warm._start_worker
 
@@ -30,8 +32,8 @@ real = _warm._start_worker
 def start(names):
     started.append(sorted(names))
     worker = real(names)
-    wait = worker.communicate
-    worker.communicate = lambda: order.append("wait") or wait()
+    wait = worker.wait
+    worker.wait = lambda: order.append("wait") or wait()
     return worker
 
 
