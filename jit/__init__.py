@@ -58,6 +58,11 @@ SPECIAL = ("special_value", "special_partial")
 # time a recording uses one, and not by ``warmup`` (few users need them)
 INCOMPLETE = ("incgamma", "incbeta")
 
+# what ``warmup`` loads or compiles: (module, entry point), in order (``jit._warm``)
+WARMUP = ([("jit._interp", n) for n in ENTRY_POINTS] + [("jit._tangent", "tangent_sweep")]
+          + [("jit._plan", n) for n in PLANS] + [("jit._special_sweep", n) for n in SPECIAL]
+          + [("jit._spin", n) for n in ("spin_wait", "serve", "gemm_batch")])
+
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
            *SWEEPS, *ENTRY_POINTS, *SPECIAL, *INCOMPLETE]
 
@@ -94,4 +99,4 @@ def warmup(verbose: bool = False, workers: int = 1) -> float:
     """
     from ._warm import run
 
-    return run(verbose=verbose, workers=workers)
+    return run(WARMUP, verbose=verbose, workers=workers)

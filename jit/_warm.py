@@ -17,13 +17,6 @@ import sys
 import tempfile
 import time
 
-from . import ENTRY_POINTS, PLANS, SPECIAL
-
-# (module, entry) in the order a sequential warm-up compiles them
-ENTRIES = ([("jit._interp", n) for n in ENTRY_POINTS] + [("jit._tangent", "tangent_sweep")]
-           + [("jit._plan", n) for n in PLANS]
-           + [("jit._special_sweep", n) for n in SPECIAL]
-           + [("jit._spin", n) for n in ("spin_wait", "serve", "gemm_batch")])
 # what the worker compiles: the costly sweep, with the entry that shares its forward kernels
 WORKER_SHARE = {"sweep", "elementwise"}
 
@@ -84,13 +77,12 @@ def _finish(worker, verbose):
     worker.err.close()
 
 
-def run(verbose: bool = False, workers: int = 1, entries=None) -> float:
-    """Load or compile entries (default: all of ENTRIES; names), with the worker's share
-    compiled in a second process when workers > 1 and any of it is not cached. Returns the
-    seconds it took."""
+def run(chosen, verbose: bool = False, workers: int = 1) -> float:
+    """Load or compile the entries chosen ((module name, entry) pairs, in order), with the
+    worker's share compiled in a second process when workers > 1 and any of it is not cached.
+    Returns the seconds it took."""
     from ._cache import load
 
-    chosen = [(m, n) for m, n in ENTRIES if entries is None or n in entries]
     t0 = time.perf_counter()
     worker, later = None, []
     if workers > 1:

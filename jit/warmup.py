@@ -4,12 +4,13 @@ compiles only those, in this process."""
 import os
 import sys
 
-from . import warmup
+from . import WARMUP, warmup
 from ._warm import run
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--entries"]:
-        run(entries=set(sys.argv[2].split(",")))
+        names = set(sys.argv[2].split(","))
+        run([(m, n) for m, n in WARMUP if n in names])
     else:
         total = warmup(verbose=True, workers=min(2, os.cpu_count() or 1))
         print(f"{'all entry points':16s} {total:7.2f} s")

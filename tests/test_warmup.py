@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in 
 
 _SPLIT = """
 import sys
+import jit
 from jit import _cache, _warm, _interp, _plan
 _warm.WORKER_SHARE = {"need_pass", "mark_swept"}
 if sys.argv[1] == "failing":  # a worker that dies at once
@@ -41,7 +42,8 @@ _warm._start_worker = start
 real_load = _cache.load
 _cache.load = lambda module, name, notice=True: order.append(name) or real_load(module, name,
                                                                                 notice)
-_warm.run(entries={"data_pointers", "need_pass", "mark_swept"}, workers=2)
+_warm.run([e for e in jit.WARMUP if e[1] in ("data_pointers", "need_pass", "mark_swept")],
+          workers=2)
 stats = lambda fn: (sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values()))
 print(started, order)
 print(stats(_interp.data_pointers), stats(_interp.need_pass), stats(_plan.mark_swept))
@@ -78,8 +80,9 @@ def test_a_failed_worker_leaves_the_compile_here(tmp_path):
 
 
 def test_the_split_names_real_entries():
+    import jit
     from jit import _warm
 
-    names = {n for _, n in _warm.ENTRIES}
+    names = {n for _, n in jit.WARMUP}
     assert _warm.WORKER_SHARE <= names
-    assert len(names) == len(_warm.ENTRIES)  # each entry once
+    assert len(names) == len(jit.WARMUP)  # each entry once
