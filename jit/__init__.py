@@ -58,6 +58,11 @@ SPECIAL = ("special_value", "special_partial")
 # time a recording uses one, and not by ``warmup`` (few users need them)
 INCOMPLETE = ("incgamma", "incbeta")
 
+# what ``warmup`` loads or compiles: (module, entry point), in order (``jit._warm``)
+WARMUP = ([("jit._interp", n) for n in ENTRY_POINTS] + [("jit._tangent", "tangent_sweep")]
+          + [("jit._plan", n) for n in PLANS] + [("jit._special_sweep", n) for n in SPECIAL]
+          + [("jit._spin", n) for n in ("spin_wait", "serve", "gemm_batch")])
+
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
            *SWEEPS, *ENTRY_POINTS, *SPECIAL, *INCOMPLETE]
 
@@ -84,25 +89,14 @@ def __getattr__(name):
     return value  # compiled call makes several, ~3 us each)
 
 
-def warmup(verbose: bool = False) -> float:
+def warmup(verbose: bool = False, workers: int = 1) -> float:
     """Compile every entry point for its one signature (or load it from the cache,
-    ``jit._cache.cache_dir()``).
+    ``jit._cache.cache_dir()``); with workers = 2, the costly ``sweep`` compiles in a second
+    process meanwhile (``jit._warm``).
 
-    Returns the seconds it took. ``python -m jit.warmup`` runs this once after install.
+    Returns the seconds it took. ``python -m jit.warmup`` runs this once after install, with two
+    workers on a machine with two cores or more.
     """
-    import time
+    from ._warm import run
 
-    from . import _interp, _plan, _special_sweep, _spin, _tangent
-    from ._cache import load
-
-    t0 = time.perf_counter()
-    for module, name in ([(_interp, n) for n in ENTRY_POINTS] + [(_tangent, "tangent_sweep")]
-                         + [(_plan, n) for n in PLANS]
-                         + [(_special_sweep, n) for n in SPECIAL]
-                         + [(_spin, "spin_wait"), (_spin, "serve"),
-                            (_spin, "gemm_batch")]):
-        t = time.perf_counter()
-        load(module, name, notice=False)  # (asked for: no notice)
-        if verbose:
-            print(f"{name:16s} {time.perf_counter() - t:7.2f} s")
-    return time.perf_counter() - t0
+    return run(WARMUP, verbose=verbose, workers=workers)

@@ -106,23 +106,28 @@ def njit(*args, **kwargs):
     return apply
 
 
-# how long a cold compile of each module's entry points takes on a 2-core machine
-COMPILE_TIME = {"jit._interp": "1-2 minutes", "jit._tangent": "15-30 seconds",
-                "jit._special_sweep": "about 10 seconds", "jit._incomplete": "a few seconds"}
-_announced = set()  # modules whose compile this process has announced
+# how long a cold compile of an entry point takes on a 2-core machine (docs/performance.md:
+# sweep ~70 CPU-s, ~2x that in wall time under load), by the seconds it stands for; an entry not
+# named takes a few seconds
+COMPILE_TIME = {"sweep": (120, "1-2 minutes"), "tangent_sweep": (30, "15-30 seconds"),
+                "special_value": (10, "5-10 seconds"), "special_partial": (10, "5-10 seconds")}
+FEW_SECONDS = (5, "a few seconds")
+_announced = {}  # module -> the longest compile time this process has announced for it
 _lock = threading.Lock()
 
 
 @contextmanager
 def compile_notice(what: str, module: str = ""):
-    """Print one line to stderr if the body (a load from the cache, or a compile) is still
-    running after NOTICE_AFTER seconds: that is a compile. Once a process for each module."""
+    """Print one line to stderr if the body (a load from the cache, or a compile of entry point
+    `what`) is still running after NOTICE_AFTER seconds: that is a compile. Once a process for
+    each module, unless a later compile in it takes longer than the one announced (a few seconds
+    for a small entry, then the sweep's minute, is not silent)."""
     def tell():
+        seconds, took = COMPILE_TIME.get(what, FEW_SECONDS)
         with _lock:
-            if module in _announced:
+            if _announced.get(module, 0) >= seconds:
                 return
-            _announced.add(module)
-        took = COMPILE_TIME.get(module, "a few seconds")
+            _announced[module] = seconds
         print(f"tapejit: compiling Numba kernels for this machine ({what}; once, {took} on 2 "
               f"cores; cached in {cache_dir()}). `python -m jit.warmup` does this ahead of "
               f"time.", file=sys.stderr, flush=True)

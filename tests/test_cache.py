@@ -66,21 +66,35 @@ def test_numba_cache_dir_wins(tmp_path):
 
 def test_a_slow_first_load_prints_one_line(monkeypatch, capsys):
     monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
-    monkeypatch.setattr(_cache, "_announced", set())
+    monkeypatch.setattr(_cache, "_announced", {})
     with _cache.compile_notice("sweep", "jit._interp"):
         time.sleep(0.3)
     with _cache.compile_notice("run_pass", "jit._interp"):  # the same module: said already
         time.sleep(0.3)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "compiling" in err and "python -m jit.warmup" in err
-    assert "1-2 minutes" in err
+    assert "(sweep; once, 1-2 minutes" in err
     with _cache.compile_notice("special_value", "jit._special_sweep"):
         time.sleep(0.3)
-    assert "about 10 seconds" in capsys.readouterr().err
+    assert "5-10 seconds" in capsys.readouterr().err
+
+
+def test_a_longer_compile_after_a_short_one_is_announced(monkeypatch, capsys):
+    monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
+    monkeypatch.setattr(_cache, "_announced", {})
+    with _cache.compile_notice("seed_pass", "jit._interp"):
+        time.sleep(0.3)
+    assert "(seed_pass; once, a few seconds" in capsys.readouterr().err
+    with _cache.compile_notice("sweep", "jit._interp"):  # not silent for a minute
+        time.sleep(0.3)
+    with _cache.compile_notice("local_pass", "jit._interp"):  # shorter than the sweep: said
+        time.sleep(0.3)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(sweep; once, 1-2 minutes" in err
 
 
 def test_a_fast_load_is_silent(monkeypatch, capsys):
-    monkeypatch.setattr(_cache, "_announced", set())
+    monkeypatch.setattr(_cache, "_announced", {})
     with _cache.compile_notice("sweep", "jit._interp"):
         pass
     time.sleep(0.05)

@@ -1,0 +1,109 @@
+"""``jit.warmup``'s work: every entry point loaded from the cache, or compiled, split between this
+process and one worker process on a machine with two cores or more.
+
+Numba compiles one function on one core, and ``sweep`` alone is ~70% of a cold warm-up's CPU
+time (docs/performance.md), so the split is by cost: the worker compiles ``sweep`` and
+``elementwise`` (they share the forward family kernels, which a second process would type again)
+while this process compiles the rest; then this process loads the worker's entries from the cache
+they now share. Entries already in the cache are loaded here and start no worker, so a warm
+warm-up costs what it did. The worker is a speed-up only: if it fails, this process compiles its
+entries itself.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+# what the worker compiles: the costly sweep, with the entry that shares its forward kernels
+WORKER_SHARE = {"sweep", "elementwise"}
+
+
+def _module(name):
+    import importlib
+    return importlib.import_module(name)
+
+
+def load_cached(module, name: str) -> bool:
+    """Load module.name from the cache if it is there, without compiling; whether it is ready.
+    (Numba's ``Dispatcher.compile`` less its compile step; on a Numba without these internals,
+    False: the caller then compiles as before.)"""
+    from numba.core.sigutils import normalize_signature
+
+    fn = getattr(module, name)
+    sig = getattr(module, "SIG_" + name.upper(), None)
+    if sig is None or not hasattr(fn, "overloads"):  # (NUMBA_DISABLE_JIT: a plain function)
+        return True
+    args = tuple(normalize_signature(sig)[0])
+    if args in fn.overloads:
+        return True
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock:
+            cres = fn._cache.load_overload(args, fn.targetctx)
+            if cres is None:
+                return False
+            fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            fn.add_overload(cres)
+            fn._cache_hits[args] += 1
+    except AttributeError:
+        return False
+    return True
+
+
+def _start_worker(names):
+    """A ``python -m jit.warmup --entries ...`` process compiling names into the shared cache;
+    its stderr goes to a file (a pipe nobody reads until the end could fill and stall it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+    err = tempfile.TemporaryFile("w+")
+    worker = subprocess.Popen([sys.executable, "-m", "jit.warmup", "--entries", ",".join(names)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=err)
+    worker.err = err
+    return worker
+
+
+def _finish(worker, verbose):
+    """Wait for the worker; say why if it failed (its entries then compile here)."""
+    worker.wait()
+    if worker.returncode != 0 and verbose:
+        worker.err.seek(0)
+        print(f"warm-up worker failed (compiling here instead):\n{worker.err.read()}",
+              file=sys.stderr)
+    worker.err.close()
+
+
+def run(chosen, verbose: bool = False, workers: int = 1) -> float:
+    """Load or compile the entries chosen ((module name, entry) pairs, in order), with the
+    worker's share compiled in a second process when workers > 1 and any of it is not cached.
+    Returns the seconds it took."""
+    from ._cache import load
+
+    t0 = time.perf_counter()
+    worker, later = None, []
+    if workers > 1:
+        share = [(m, n) for m, n in chosen if n in WORKER_SHARE]
+        later = [(m, n) for m, n in share if not load_cached(_module(m), n)]
+        if later:
+            worker = _start_worker([n for _, n in later])
+    try:
+        for m, n in [e for e in chosen if e not in later] + later:
+            t = time.perf_counter()
+            if worker is not None and (m, n) == later[0]:  # its first entry: wait for it
+                _finish(worker, verbose)
+                if verbose:
+                    print(f"{'(worker)':16s} {time.perf_counter() - t:7.2f} s more")
+                worker, t = None, time.perf_counter()
+            load(_module(m), n, notice=False)  # (asked for: no notice)
+            if verbose:
+                print(f"{n:16s} {time.perf_counter() - t:7.2f} s")
+    finally:
+        if worker is not None:  # (this process failed or was interrupted first)
+            worker.kill()
+            worker.wait()
+            worker.err.close()
+    return time.perf_counter() - t0
