@@ -58,6 +58,28 @@ SIG_ARENA_OFFSETS = "int64(boolean[::1], int64[::1], uint8[::1], int64[::1])"
 def arena_offsets(is_array, size, mask, GO):
     """Adjoint arena offsets: a 0-d slot s at GO[s] = s, the array slots in `mask` packed after
     the n 0-d cells in slot order. Returns the arena's length."""
+    return _pack_offsets(is_array, size, mask, GO)
+
+
+SIG_WHOLE_ARENA = ("int64(int64[:, ::1], uint8[::1], uint8[::1], uint8[::1], boolean[::1], "
+                   "int64[::1], int64[::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def whole_arena(R, root, live, need, is_array, size, GO):
+    """``arena_offsets`` over the live slots for a backward that sweeps every row of the tape
+    that has an operand (``need`` or ``root`` set on each): the tape is then done after it.
+    Returns -1, GO untouched, when some such row would stay unswept (the tape outlives this
+    backward: the general path keeps its arrays and marks)."""
+    for i in range(R.shape[0]):
+        if R[i, 1] >= 0 and need[i] == 0 and root[i] == 0:
+            return -1
+    return _pack_offsets(is_array, size, live, GO)
+
+
+@njit(nogil=True, error_model="numpy")
+def _pack_offsets(is_array, size, mask, GO):
+    """The body of ``arena_offsets`` (a plain function: each cached caller compiles it in)."""
     n = GO.shape[0]
     end = n
     for s in range(n):

@@ -211,18 +211,19 @@ class Tape:
             state.tape = None
 
     # -- arrays for the jitted passes ---------------------------------------------------------
-    def build(self):
-        """The tape as arrays (built once; the tape is read-only from here on)."""
+    def build(self, parts=None):
+        """The tape as arrays (built once; the tape is read-only from here on), from `parts`
+        (``arrays.tape_parts``) when given."""
         if self.built is None:
             self.seal()
-            self.built = build_arrays(self)
+            self.built = build_arrays(self, parts)
             self.freed = np.zeros(len(self.built.sv), np.uint8)
             self.rows = self.sv = self.side = self.ia = self.fa = None  # the arrays hold it all
         return self.built
 
     def release(self):
         """Drop the values once every row has been swept without retain_graph."""
-        self.sv = self.av = self.ia = self.fa = self.packed = None
+        self.rows = self.side = self.sv = self.av = self.ia = self.fa = self.packed = None
         self.built = None
         if self.functions:
             for node in self.functions.values():

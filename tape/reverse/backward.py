@@ -20,6 +20,7 @@ from jit.table import OPCODE, TABLE
 from ..parallel.gemm import cached_native_pieces, native_pieces
 from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
+from ..core.arrays import _FIELD, tape_parts
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
 from ..core.saved_value import BACKWARD_TWICE
@@ -113,6 +114,10 @@ def _deliver_leaves(leaf_grads, want, out):
 def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, oldest=None):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
+    if t.built is None and not retain_graph and _sweeps_whole(t):
+        links = _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf, oldest)
+        if links is not None:
+            return links
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
     swept = need | root
@@ -146,6 +151,59 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
              for slot, x in t.links.items() if live[slot]]
     if not retain_graph:
         free_rows(t, A, swept)  # (with the rows summed_operands left out: they are done too)
+    return links
+
+
+def _sweeps_whole(t):
+    """Can ``_sweep_whole`` take this tape (not yet built, no retain_graph asked)? Nothing for
+    Python between its rows (no escapes, hooks, Function calls, packed values), every leaf at
+    the version it was recorded at, and CPython (``tape_parts``)."""
+    if t.escapes or t.hooks or t.functions or t.packed or _FIELD is None:
+        return False
+    for leaf, version in t.leaves.values():
+        if leaf._meta is not None and leaf._meta.version != version:
+            return False  # (the general path names the op that reads it, or lets it be)
+    return True
+
+
+def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf, oldest):
+    """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``): the same
+    arrays, need pass, arena and sweep, so the same bits, but without the Python the general
+    path spends on what such a tape cannot have (escapes, hooks, freed rows, partial release).
+    Returns the links' adjoints, or None, the tape built, when this backward leaves a row with
+    an operand unswept (``jit.whole_arena``): the general path then goes on from its arrays."""
+    t.seal()
+    parts = tape_parts(t)
+    R, S, sv, IA, FA, VA, size, is_array, _ = parts
+    src, root, live, need = need_marks(t, [slot for slot, _ in tape_seeds], want, inputs,
+                                       oldest)
+    jit.need_pass(R, src, root, live, need)
+    GO = np.empty(len(sv), np.int64)
+    end = jit.whole_arena(R, root, live, need, is_array, size, GO)
+    if end < 0:
+        t.build(parts)
+        return None
+    G = np.zeros(end)
+    for slot, s in tape_seeds:
+        if live[slot]:
+            o = int(GO[slot])
+            if type(s) is np.ndarray and s.size == 1:
+                G[o] += s.item()  # (the bits of the general path's slice +=: G holds 0 or a seed)
+            else:
+                G[o:o + int(size[slot])] += np.reshape(s, -1)
+    jit.reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, len(sv))
+    for slot, (leaf, _) in t.leaves.items():
+        if live[slot]:
+            deliver_leaf(leaf, _adjoint(size, G, GO, slot, leaf.shape))
+    if want is not None:
+        for x in inputs if len(inputs) == 1 else {id(x): x for x in inputs}.values():
+            if x._tape is t and x._meta is None and live[x._slot]:
+                g = _adjoint(size, G, GO, x._slot, x.shape)
+                for i in want[id(x)]:
+                    out[i] = g if out[i] is None else out[i] + g
+    links = [(x._tape, x._slot, _adjoint(size, G, GO, slot, x.shape))
+             for slot, x in t.links.items() if live[slot]] if t.links else []
+    t.release()
     return links
 
 
@@ -322,8 +380,12 @@ def reverse_in_shares(reverse, runs, T, lo, hi):
 def adjoint(A, G, GO, slot, shape):
     """A slot's adjoint: a view when it is most of the arena (saves copying a large gradient),
     else a copy, so that a small gradient does not keep the whole arena alive."""
-    o = GO[slot]
-    n = A.size[slot]
+    return _adjoint(A.size, G, GO, slot, shape)
+
+
+def _adjoint(size, G, GO, slot, shape):
+    o = int(GO[slot])
+    n = int(size[slot])
     g = G[o:o + n].reshape(shape)
     return g if 2 * n >= G.size else g.copy()
 
@@ -358,8 +420,18 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
     (``tape.horizon``; None: every link) are sources conservatively (the older tape decides
     exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
     Returns (root, live, need)."""
-    n = len(A.R)
-    src, root, live, need = np.zeros((4, n), np.uint8)
+    src, root, live, need = need_marks(t, root_slots, want, inputs, oldest)
+    jit.need_pass(A.R, src, root, live, need)
+    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
+        raise RuntimeError(BACKWARD_TWICE)
+    _check_versions(t, A, live, need)
+    return root, live, need
+
+
+def need_marks(t, root_slots, want, inputs, oldest):
+    """The need pass's arrays for a backward of tape t (``plan_need``): src and root set,
+    live and need zeroed."""
+    src, root, live, need = np.zeros((4, len(t)), np.uint8)
     for slot, (leaf, _) in t.leaves.items():
         if want is None or id(leaf) in want:
             src[slot] = 1
@@ -372,11 +444,7 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
                 src[x._slot] = 1
     for slot in root_slots:
         root[slot] = 1
-    jit.need_pass(A.R, src, root, live, need)
-    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
-        raise RuntimeError(BACKWARD_TWICE)
-    _check_versions(t, A, live, need)
-    return root, live, need
+    return src, root, live, need
 
 
 def adjoint_takers(A, need):
