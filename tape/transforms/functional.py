@@ -7,7 +7,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..reverse import autograd
+from ..reverse import autograd, backward as _backward
 from ..core.record import unary
 from ..core.state import state
 from ..core.tape import newest_tape_id
@@ -123,8 +123,10 @@ def value_and_grad(f, argnums=0, has_aux=False):
         if out.size != 1:
             raise TypeError(f"grad requires a scalar output; f returned shape {out.shape} "
                             "(use tape.vjp for non-scalar outputs)")
-        if out.requires_grad:
-            gs = autograd.grad([out], xs, allow_unused=True)
+        if out._rg:
+            # (autograd.grad's checks hold by construction: xs are this call's own leaves, the
+            # output one element; its results come back in the inputs' shapes)
+            gs = _backward.run([out], [np.ones(out.shape)], xs)
         else:
             gs = [None] * len(xs)
         gs = tuple(_grad_value(np.zeros(x.shape) if g is None else g, x) for g, x in zip(gs, xs))
@@ -139,8 +141,12 @@ def _nested(args=()):
     """Is this transform running inside an enclosing one (or a dual level), which may
     differentiate its result again? Its arguments, or what the function closes over, may be
     tensors of the enclosing transform: the result must keep their history."""
-    return state.transforms > 0 or bool(state.levels) or any(
-        type(a) is Tensor and a._rg and a._meta is None for a in args)
+    if state.transforms > 0 or state.levels:
+        return True
+    for a in args:
+        if type(a) is Tensor and a._rg and a._meta is None:
+            return True
+    return False
 
 
 def _fresh_input(a, i):
