@@ -6,8 +6,11 @@ step). The loops read and write only the arrays they are given.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ._cache import njit  # cache=True: tapejit's cache directory (jit/_cache.py)
 
+from ._entry_call import call_entry
 from ._interp import _addr, _ld_word
 
 SIG_BUILD_TAPE = ("void(int64[::1], int64[::1], int64[::1], int64, float64[::1], int64[:, ::1], "
@@ -22,6 +25,12 @@ def build_tape(rows, side, ids, field, sv, R, S, size, is_array, VA):
     saved_tensors_hooks (its address is filled in when unpacked). Fills R (code, a, b, side row;
     a 0-d row's column 3 holds -1 - e, e the row after its run of 0-d rows), S (n, ia offset,
     fa offset), size, is_array and VA (the address of each slot's value; 0-d values in sv)."""
+    _fill_tape(rows, side, ids, field, sv, R, S, size, is_array, VA)
+
+
+@njit(nogil=True, error_model="numpy")
+def _fill_tape(rows, side, ids, field, sv, R, S, size, is_array, VA):
+    """The body of ``build_tape`` (a plain function: each cached caller compiles it in)."""
     n = R.shape[0]
     base = _addr(sv)
     for i in range(n):
@@ -61,22 +70,6 @@ def arena_offsets(is_array, size, mask, GO):
     return _pack_offsets(is_array, size, mask, GO)
 
 
-SIG_WHOLE_ARENA = ("int64(int64[:, ::1], uint8[::1], uint8[::1], uint8[::1], boolean[::1], "
-                   "int64[::1], int64[::1])")
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def whole_arena(R, root, live, need, is_array, size, GO):
-    """``arena_offsets`` over the live slots for a backward that sweeps every row of the tape
-    that has an operand (``need`` or ``root`` set on each): the tape is then done after it.
-    Returns -1, GO untouched, when some such row would stay unswept (the tape outlives this
-    backward: the general path keeps its arrays and marks)."""
-    for i in range(R.shape[0]):
-        if R[i, 1] >= 0 and need[i] == 0 and root[i] == 0:
-            return -1
-    return _pack_offsets(is_array, size, live, GO)
-
-
 @njit(nogil=True, error_model="numpy")
 def _pack_offsets(is_array, size, mask, GO):
     """The body of ``arena_offsets`` (a plain function: each cached caller compiles it in)."""
@@ -89,6 +82,75 @@ def _pack_offsets(is_array, size, mask, GO):
         else:
             GO[s] = s
     return end
+
+
+SIG_WHOLE_BACKWARD = ("int64(int64, int64, int64[::1], float64[::1], int64[::1], float64[::1], "
+                      "float64[::1], int64[:, ::1], int64[:, ::1], int64[::1], boolean[::1], "
+                      "int64[::1])")
+WHOLE_HEAD = 5  # I's header: n, m, field, roots, outputs
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, R, S, size, is_array, VA):
+    """A tape's first backward in one call, when it sweeps every row that has an operand: the
+    arrays of ``build_tape``, ``need_pass``, the arena of ``whole_arena``, the seeds, the
+    reverse ``sweep`` (these two ``jit._interp`` entry points called at their addresses
+    `need_fn`, `sweep_fn`: ``jit._entry_call``) and the adjoints of the outputs, the same bits
+    as those calls one by one.
+
+    I: n, m, field, r, k, then the n rows, the m side rows and the ids as ``build_tape`` takes
+    them, then r roots (slot, offset of its seed in F), then k outputs (slot, offset in out,
+    and a cell this call sets to 1 when the slot is live, its adjoint then in out, else 0).
+    F: the n 0-d values (sv), then the seeds. The outputs are the need pass's sources (the
+    leaves a backward hands adjoints to, the inputs it returns). R, S, size,
+    is_array, VA: filled as by ``build_tape`` (sv: F[:n]). Returns 0, or -1, nothing swept,
+    when some row with an operand would stay unswept (the tape outlives this backward: the
+    general path takes it from the arrays filled here)."""
+    n = I[0]
+    m = I[1]
+    r = I[3]
+    k = I[4]
+    at = WHOLE_HEAD
+    rows = I[at:at + 3 * n]
+    side = I[at + 3 * n:at + 3 * n + 4 * m]
+    ids = I[at + 3 * n + 4 * m:at + 3 * n + 5 * m]
+    at += 3 * n + 5 * m
+    sv = F[:n]
+    _fill_tape(rows, side, ids, I[2], sv, R, S, size, is_array, VA)
+    src = np.zeros(n, np.uint8)
+    root = np.zeros(n, np.uint8)
+    live = np.zeros(n, np.uint8)
+    need = np.zeros(n, np.uint8)
+    for j in range(r):
+        root[I[at + 2 * j]] = 1
+    outs = at + 2 * r
+    for j in range(k):
+        src[I[outs + 3 * j]] = 1
+    call_entry(need_fn, "need_pass", (R, src, root, live, need))
+    for i in range(n):
+        if R[i, 1] >= 0 and need[i] == 0 and root[i] == 0:
+            return -1
+    GO = np.empty(n, np.int64)
+    G = np.zeros(_pack_offsets(is_array, size, live, GO))
+    for j in range(r):
+        s = I[at + 2 * j]
+        if live[s]:
+            f = I[at + 2 * j + 1]
+            o = GO[s]
+            for e in range(size[s]):
+                G[o + e] += F[f + e]
+    call_entry(sweep_fn, "sweep", (R, S, VA, GO, sv, G, IA, FA, need, 0, 0, 0, n, np.zeros(3)))
+    for j in range(k):
+        s = I[outs + 3 * j]
+        if live[s]:
+            o = I[outs + 3 * j + 1]
+            g = GO[s]
+            for e in range(size[s]):
+                out[o + e] = G[g + e]
+            I[outs + 3 * j + 2] = 1
+        else:
+            I[outs + 3 * j + 2] = 0
+    return 0
 
 
 SIG_MARK_SWEPT = "boolean(uint8[::1], uint8[::1], int64[:, ::1])"

@@ -79,21 +79,11 @@ def unmark_scalar_runs(R):
 _NO_SLOTS = np.zeros(0, np.int64)
 
 
-def build_arrays(t, parts=None):
+def build_arrays(t):
     """The tape's arrays (``jit.build_tape``): R, S, sv, IA, FA, VA, size, is_array, code and
-    packed_slot; from `parts` (``tape_parts(t)``) when the caller has built them already."""
-    if parts is None:
-        if _FIELD is None:
-            return build_arrays_numpy(t)
-        parts = tape_parts(t)
-    R, S, sv, IA, FA, VA, size, is_array, packed_slot = parts
-    return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size, is_array=is_array,
-                           code=R[:, 0] & OP_MASK, packed_slot=packed_slot)
-
-
-def tape_parts(t):
-    """(R, S, sv, IA, FA, VA, size, is_array, packed_slot) of a recorded tape, by one
-    ``jit.build_tape`` call (CPython: the data pointer's place in an array object is known)."""
+    packed_slot."""
+    if _FIELD is None:
+        return build_arrays_numpy(t)
     n = len(t.sv)
     m = len(t.av)
     rows = np.fromiter(t.rows, np.int64, 3 * n)
@@ -111,9 +101,15 @@ def tape_parts(t):
     is_array = np.empty(n, bool)
     VA = np.empty(n, np.int64)
     jit.build_tape(rows, side, ids, _FIELD, sv, R, S, size, is_array, VA)
+    return built_arrays(t, R, S, sv, VA, size, is_array, packed_slot)
+
+
+def built_arrays(t, R, S, sv, VA, size, is_array, packed_slot=_NO_SLOTS):
+    """The namespace ``build_arrays`` returns, from the arrays ``jit.build_tape`` filled."""
     IA = np.concatenate(t.ia) if t.ia else np.zeros(1, np.int64)
     FA = np.concatenate(t.fa) if t.fa else np.zeros(1, np.float64)
-    return R, S, sv, IA, FA, VA, size, is_array, packed_slot
+    return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size, is_array=is_array,
+                           code=R[:, 0] & OP_MASK, packed_slot=packed_slot)
 
 
 def build_arrays_numpy(t):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import chain
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from jit.table import OPCODE, TABLE
 from ..parallel.gemm import cached_native_pieces, native_pieces
 from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
-from ..core.arrays import _FIELD, tape_parts
+from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
 from ..core.saved_value import BACKWARD_TWICE
@@ -115,9 +116,8 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     if t.built is None and not retain_graph and _sweeps_whole(t):
-        links = _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf, oldest)
-        if links is not None:
-            return links
+        if _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+            return []  # (a tape with links is never swept this way)
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
     swept = need | root
@@ -155,10 +155,14 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
 
 
 def _sweeps_whole(t):
-    """Can ``_sweep_whole`` take this tape (not yet built, no retain_graph asked)? Nothing for
-    Python between its rows (no escapes, hooks, Function calls, packed values), every leaf at
-    the version it was recorded at, and CPython (``tape_parts``)."""
-    if t.escapes or t.hooks or t.functions or t.packed or _FIELD is None:
+    """Should ``_sweep_whole`` take this tape (not yet built, no retain_graph asked)? Nothing
+    for Python between its rows (no escapes, hooks, Function calls, packed values), every leaf
+    at the version it was recorded at, CPython (``jit.build_tape``'s data pointers), and no
+    sign of a nested transform (links to older tapes, rows it recorded: ``Tape.nested``): an
+    outer backward leaves most rows of those unswept (the inner function's value, ...), and
+    ``_sweep_whole`` would hand the tape to the general path after a need pass for nothing."""
+    if (t.escapes or t.hooks or t.functions or t.packed or t.links or t.nested
+            or _FIELD is None):
         return False
     for leaf, version in t.leaves.values():
         if leaf._meta is not None and leaf._meta.version != version:
@@ -166,45 +170,80 @@ def _sweeps_whole(t):
     return True
 
 
-def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf, oldest):
-    """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``): the same
-    arrays, need pass, arena and sweep, so the same bits, but without the Python the general
-    path spends on what such a tape cannot have (escapes, hooks, freed rows, partial release).
-    Returns the links' adjoints, or None, the tape built, when this backward leaves a row with
-    an operand unswept (``jit.whole_arena``): the general path then goes on from its arrays."""
+def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+    """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``), in one
+    jitted call (``jit.whole_backward``): the same arrays, need pass, arena and sweep as the
+    general path, so the same bits, without its Python for what such a tape cannot have
+    (escapes, hooks, links, freed rows, partial release). Returns False when this backward
+    leaves a row with an operand unswept: the general path then takes the tape (built)."""
     t.seal()
-    parts = tape_parts(t)
-    R, S, sv, IA, FA, VA, size, is_array, _ = parts
-    src, root, live, need = need_marks(t, [slot for slot, _ in tape_seeds], want, inputs,
-                                       oldest)
-    jit.need_pass(R, src, root, live, need)
-    GO = np.empty(len(sv), np.int64)
-    end = jit.whole_arena(R, root, live, need, is_array, size, GO)
-    if end < 0:
-        t.build(parts)
-        return None
-    G = np.zeros(end)
-    for slot, s in tape_seeds:
-        if live[slot]:
-            o = int(GO[slot])
-            if type(s) is np.ndarray and s.size == 1:
-                G[o] += s.item()  # (the bits of the general path's slice +=: G holds 0 or a seed)
-            else:
-                G[o:o + int(size[slot])] += np.reshape(s, -1)
-    jit.reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, 0, len(sv))
+    outs = []  # (slot, tensor, is a leaf): the sources, whose adjoints the sweep hands on
     for slot, (leaf, _) in t.leaves.items():
-        if live[slot]:
-            deliver_leaf(leaf, _adjoint(size, G, GO, slot, leaf.shape))
+        if want is None or id(leaf) in want:
+            outs.append((slot, leaf, True))
     if want is not None:
         for x in inputs if len(inputs) == 1 else {id(x): x for x in inputs}.values():
-            if x._tape is t and x._meta is None and live[x._slot]:
-                g = _adjoint(size, G, GO, x._slot, x.shape)
-                for i in want[id(x)]:
-                    out[i] = g if out[i] is None else out[i] + g
-    links = [(x._tape, x._slot, _adjoint(size, G, GO, slot, x.shape))
-             for slot, x in t.links.items() if live[slot]] if t.links else []
+            if x._tape is t and x._meta is None:
+                outs.append((x._slot, x, False))
+    n = len(t.sv)
+    m = len(t.av)
+    roots, seeds, f = [], [], n
+    for slot, s in tape_seeds:
+        roots += (slot, f)
+        seeds.append(s)
+        f += s.size
+    places, at = [], 0
+    for slot, x, _ in outs:
+        places += (slot, at, 0)
+        at += x.size
+    need_fn, sweep_fn, head = _entries()
+    I = np.fromiter(chain((n, m, _FIELD, len(tape_seeds), len(outs)), t.rows, t.side,
+                          [0 if v is None else id(v) for v in t.av], roots, places), np.int64,
+                    head + 3 * n + 5 * m + len(roots) + len(places))
+    if f == n + len(seeds):  # one value per seed
+        F = np.fromiter(chain(t.sv, [s.item() for s in seeds]), np.float64, f)
+    else:
+        F = np.concatenate([np.fromiter(t.sv, np.float64, n)] + [s.reshape(-1) for s in seeds])
+    IA = np.concatenate(t.ia) if t.ia else _NO_IA
+    FA = np.concatenate(t.fa) if t.fa else _NO_FA
+    G = np.empty(at)
+    R = np.empty((n, 4), np.int64)
+    S = np.empty((m, 3), np.int64)
+    size = np.empty(n, np.int64)
+    is_array = np.empty(n, bool)
+    VA = np.empty(n, np.int64)
+    if jit.whole_backward(need_fn, sweep_fn, I, F, IA, FA, G, R, S, size, is_array, VA) < 0:
+        t.build(built_arrays(t, R, S, F[:n], VA, size, is_array))  # (F: kept by its view)
+        return False
+    done = len(I) - len(places) + 2  # each output's "live" cell
+    for j, (slot, x, is_leaf) in enumerate(outs):
+        if not I[done + 3 * j]:
+            continue
+        o = places[3 * j + 1]
+        g = G[o:o + x.size].reshape(x.shape)
+        if is_leaf:
+            deliver_leaf(x, g)
+        else:
+            for i in want[id(x)]:
+                out[i] = g if out[i] is None else out[i] + g
     t.release()
-    return links
+    return True
+
+
+_NO_IA = np.zeros(1, np.int64)  # (read-only to the sweep: one array serves every tape)
+_NO_FA = np.zeros(1)
+_ENTRIES = [None]
+
+
+def _entries():
+    """The addresses of ``need_pass`` and ``sweep`` for ``jit.whole_backward``, and the
+    length of its I's header (looked up once: ``import tape`` does not load Numba)."""
+    if _ENTRIES[0] is None:
+        from jit._entry_call import entry_address
+        from jit._plan import WHOLE_HEAD
+
+        _ENTRIES[0] = (entry_address("need_pass"), entry_address("sweep"), WHOLE_HEAD)
+    return _ENTRIES[0]
 
 
 def last_readers(A, need):
@@ -380,12 +419,8 @@ def reverse_in_shares(reverse, runs, T, lo, hi):
 def adjoint(A, G, GO, slot, shape):
     """A slot's adjoint: a view when it is most of the arena (saves copying a large gradient),
     else a copy, so that a small gradient does not keep the whole arena alive."""
-    return _adjoint(A.size, G, GO, slot, shape)
-
-
-def _adjoint(size, G, GO, slot, shape):
-    o = int(GO[slot])
-    n = int(size[slot])
+    o = GO[slot]
+    n = A.size[slot]
     g = G[o:o + n].reshape(shape)
     return g if 2 * n >= G.size else g.copy()
 

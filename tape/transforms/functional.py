@@ -40,6 +40,8 @@ class _FreshTape:
             return False
         t = state.tape
         state.tape, state.grad = self.prev
+        if t is not None and (state.transforms or state.levels):
+            t.nested = True
         if t is not None and not t.sealed and exc_type is None and t.id == newest_tape_id() \
                 and (state.transforms or state.levels):
             # nested: the caller goes on recording on the call's tape, the newest, so its links
