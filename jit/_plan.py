@@ -85,27 +85,28 @@ def _pack_offsets(is_array, size, mask, GO):
 
 
 SIG_WHOLE_BACKWARD = ("int64(int64, int64, int64[::1], float64[::1], int64[::1], float64[::1], "
-                      "float64[::1], int64[:, ::1], int64[:, ::1], int64[::1], boolean[::1], "
-                      "int64[::1])")
-WHOLE_HEAD = 5  # I's header: n, m, field, roots, outputs
+                      "float64[::1], int64[::1], boolean[::1])")
+WHOLE_HEAD = 5  # I's header: n, m, field, r roots, k outputs
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, R, S, size, is_array, VA):
+def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, W, is_array):
     """A tape's first backward in one call, when it sweeps every row that has an operand: the
-    arrays of ``build_tape``, ``need_pass``, the arena of ``whole_arena``, the seeds, the
-    reverse ``sweep`` (these two ``jit._interp`` entry points called at their addresses
-    `need_fn`, `sweep_fn`: ``jit._entry_call``) and the adjoints of the outputs, the same bits
-    as those calls one by one.
+    arrays of ``build_tape``, ``need_pass``, the arena of ``arena_offsets`` over the live
+    slots, the seeds, the reverse ``sweep`` (these two ``jit._interp`` entry points called at
+    their addresses `need_fn`, `sweep_fn`: ``jit._entry_call``) and the adjoints of the
+    outputs, the same bits as those calls one by one.
 
-    I: n, m, field, r, k, then the n rows, the m side rows and the ids as ``build_tape`` takes
-    them, then r roots (slot, offset of its seed in F), then k outputs (slot, offset in out,
-    and a cell this call sets to 1 when the slot is live, its adjoint then in out, else 0).
+    I: n, m, field, r, k, then the n rows, the m side rows and the ids as ``build_tape``
+    takes them, then r roots (slot, offset of its seed in F), then k outputs (slot, offset in
+    out, and a cell this call sets to 1 when the slot is live, its adjoint then in out, else
+    0).
     F: the n 0-d values (sv), then the seeds. The outputs are the need pass's sources (the
-    leaves a backward hands adjoints to, the inputs it returns). R, S, size,
-    is_array, VA: filled as by ``build_tape`` (sv: F[:n]). Returns 0, or -1, nothing swept,
-    when some row with an operand would stay unswept (the tape outlives this backward: the
-    general path takes it from the arrays filled here)."""
+    leaves a backward hands adjoints to, the inputs it returns). W: R (n x 4), S (m x 3), size
+    and VA one after the other, filled with is_array as by ``build_tape`` (sv: F[:n]).
+    Returns how many outputs are live, or -1, nothing swept, when some row with an operand
+    would stay unswept (the tape outlives this backward: the general path takes it from the
+    arrays filled here)."""
     n = I[0]
     m = I[1]
     r = I[3]
@@ -115,6 +116,11 @@ def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, R, S, size, is_array, V
     side = I[at + 3 * n:at + 3 * n + 4 * m]
     ids = I[at + 3 * n + 4 * m:at + 3 * n + 5 * m]
     at += 3 * n + 5 * m
+    outs = at + 2 * r
+    R = W[:4 * n].reshape((n, 4))
+    S = W[4 * n:4 * n + 3 * m].reshape((m, 3))
+    size = W[4 * n + 3 * m:5 * n + 3 * m]
+    VA = W[5 * n + 3 * m:6 * n + 3 * m]
     sv = F[:n]
     _fill_tape(rows, side, ids, I[2], sv, R, S, size, is_array, VA)
     src = np.zeros(n, np.uint8)
@@ -123,7 +129,6 @@ def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, R, S, size, is_array, V
     need = np.zeros(n, np.uint8)
     for j in range(r):
         root[I[at + 2 * j]] = 1
-    outs = at + 2 * r
     for j in range(k):
         src[I[outs + 3 * j]] = 1
     call_entry(need_fn, "need_pass", (R, src, root, live, need))
@@ -140,6 +145,7 @@ def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, R, S, size, is_array, V
             for e in range(size[s]):
                 G[o + e] += F[f + e]
     call_entry(sweep_fn, "sweep", (R, S, VA, GO, sv, G, IA, FA, need, 0, 0, 0, n, np.zeros(3)))
+    count = 0
     for j in range(k):
         s = I[outs + 3 * j]
         if live[s]:
@@ -148,9 +154,10 @@ def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, R, S, size, is_array, V
             for e in range(size[s]):
                 out[o + e] = G[g + e]
             I[outs + 3 * j + 2] = 1
+            count += 1
         else:
             I[outs + 3 * j + 2] = 0
-    return 0
+    return count
 
 
 SIG_MARK_SWEPT = "boolean(uint8[::1], uint8[::1], int64[:, ::1])"

@@ -197,9 +197,10 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
         places += (slot, at, 0)
         at += x.size
     need_fn, sweep_fn, head = _entries()
+    size = head + 3 * n + 5 * m + len(roots) + len(places)
     I = np.fromiter(chain((n, m, _FIELD, len(tape_seeds), len(outs)), t.rows, t.side,
                           [0 if v is None else id(v) for v in t.av], roots, places), np.int64,
-                    head + 3 * n + 5 * m + len(roots) + len(places))
+                    size)
     if f == n + len(seeds):  # one value per seed
         F = np.fromiter(chain(t.sv, [s.item() for s in seeds]), np.float64, f)
     else:
@@ -207,20 +208,24 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
     FA = np.concatenate(t.fa) if t.fa else _NO_FA
     G = np.empty(at)
-    R = np.empty((n, 4), np.int64)
-    S = np.empty((m, 3), np.int64)
-    size = np.empty(n, np.int64)
+    W = np.empty(6 * n + 3 * m, np.int64)
     is_array = np.empty(n, bool)
-    VA = np.empty(n, np.int64)
-    if jit.whole_backward(need_fn, sweep_fn, I, F, IA, FA, G, R, S, size, is_array, VA) < 0:
-        t.build(built_arrays(t, R, S, F[:n], VA, size, is_array))  # (F: kept by its view)
-        return False
-    done = len(I) - len(places) + 2  # each output's "live" cell
-    for j, (slot, x, is_leaf) in enumerate(outs):
-        if not I[done + 3 * j]:
-            continue
-        o = places[3 * j + 1]
-        g = G[o:o + x.size].reshape(x.shape)
+    live = jit.whole_backward(need_fn, sweep_fn, I, F, IA, FA, G, W, is_array)
+    if live < 0:
+        t.build(built_arrays(t, W[:4 * n].reshape(n, 4), W[4 * n:4 * n + 3 * m].reshape(m, 3),
+                             F[:n], W[5 * n + 3 * m:], W[4 * n + 3 * m:5 * n + 3 * m], is_array))
+        return False  # (F, W: kept by their views)
+    if live == len(outs) == 1:  # (most calls: one input, reached)
+        slot, x, is_leaf = outs[0]
+        results = ((x, is_leaf, G.reshape(x.shape)),)
+    else:
+        done = size - len(places) + 2  # each output's "live" cell
+        results = []
+        for j, (slot, x, is_leaf) in enumerate(outs):
+            if I[done + 3 * j]:
+                o = places[3 * j + 1]
+                results.append((x, is_leaf, G[o:o + x.size].reshape(x.shape)))
+    for x, is_leaf, g in results:
         if is_leaf:
             deliver_leaf(x, g)
         else:
