@@ -98,6 +98,10 @@ def _out_value(out):
     return out.item() if out.ndim == 0 else np.array(out.numpy())
 
 
+_ONE = np.ones(())  # the seed of a one-element output (read-only: every call shares it)
+_ONE.flags.writeable = False
+
+
 def _grad_value(g, x):
     return np.float64(g) if x.ndim == 0 else g
 
@@ -109,9 +113,13 @@ def value_and_grad(f, argnums=0, has_aux=False):
     (5.0, array([0., 2., 4.]))
     """
 
+    nums_of = {}  # number of positional arguments -> the argument numbers (checked once)
+
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        nums = _argnums(argnums, len(args))
+        nums = nums_of.get(len(args))
+        if nums is None:
+            nums = nums_of[len(args)] = _argnums(argnums, len(args))
         if _nested(args[i] for i in nums):
             return _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs)
         args = list(args)
@@ -128,12 +136,16 @@ def value_and_grad(f, argnums=0, has_aux=False):
         if out._rg:
             # (autograd.grad's checks hold by construction: xs are this call's own leaves, the
             # output one element; its results come back in the inputs' shapes)
-            gs = _backward.run([out], [np.ones(out.shape)], xs)
+            gs = _backward.run([out], [_ONE.reshape(out.shape)], xs)
         else:
             gs = [None] * len(xs)
-        gs = tuple(_grad_value(np.zeros(x.shape) if g is None else g, x) for g, x in zip(gs, xs))
+        if isinstance(argnums, int):
+            g, x = gs[0], xs[0]
+            grads = _grad_value(np.zeros(x.shape) if g is None else g, x)
+        else:
+            grads = tuple(_grad_value(np.zeros(x.shape) if g is None else g, x)
+                          for g, x in zip(gs, xs))
         value = out.item()
-        grads = gs[0] if isinstance(argnums, int) else gs
         return ((value, aux) if has_aux else value), grads
 
     return wrapper
