@@ -281,3 +281,37 @@ def test_call_entry_refuses_arguments_the_compiled_body_does_not_take():
         return call_entry(fn, "need_pass", (R, m, m, m, m))
 
     assert right(fn, np.full((2, 4), -1, np.int64), np.zeros(2, np.uint8)) == 0
+
+
+def test_create_graph_then_backward_same_bits(taken, monkeypatch):
+    """autograd.grad(create_graph=True) records its backward; the second backward over those
+    rows goes to the general path at once (Tape.nested): the same bits either way."""
+    def run():
+        x = tape.tensor(np.array([0.3, -0.7, 1.1]), requires_grad=True)
+        y = small(x) * np.sum(x * x)
+        (g,) = tape.autograd.grad(y, x, create_graph=True)
+        z = np.sum(g * g)
+        z.backward()
+        return g.detach().numpy(), x.grad
+
+    lean = run()
+    assert not taken
+    general_only(monkeypatch)
+    assert_same_bits(lean, run())
+    x0 = np.array([0.3, -0.7, 1.1])
+    gx = lambda v: tape.grad(lambda u: small(u) * np.sum(u * u))(v)  # noqa: E731
+    np.testing.assert_allclose(lean[1], fd_vjp(lambda v: np.sum(gx(v) ** 2), [x0], 1.0, [0])[0],
+                               rtol=1e-5)
+
+
+def test_vjp_pullback_twice_same_bits(taken, monkeypatch):
+    """tape.vjp's pullback keeps the graph (retain_graph): never the lean path, and a second
+    pullback gives the same result."""
+    def run():
+        out, pull = tape.vjp(lambda v: np.sin(v) * v, np.array([0.3, 0.7]))
+        return pull(np.array([1.0, -2.0]))[0], pull(np.array([0.5, 0.25]))[0]
+
+    lean = run()
+    assert not taken
+    general_only(monkeypatch)
+    assert_same_bits(lean, run())

@@ -105,8 +105,9 @@ class Tape:
         # the thread that made it: ids are process-wide, so "the tapes made from id n on" of one
         # thread's recording are those of ids >= n made by this thread
         self.thread = threading.get_ident()
-        # rows recorded by a transform inside another (its function's value, its backward):
-        # an outer backward leaves most of them unswept (backward._sweeps_whole)
+        # rows recorded by a transform inside another (its function's value, its backward)
+        # or read or recorded by a create_graph backward: a later backward leaves most of
+        # them unswept (backward._sweeps_whole)
         self.nested = False
 
     @classmethod

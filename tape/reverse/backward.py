@@ -158,8 +158,8 @@ def _sweeps_whole(t):
     """Should ``_sweep_whole`` take this tape (not yet built, no retain_graph asked)? Nothing
     for Python between its rows (no escapes, hooks, Function calls, packed values), every leaf
     at the version it was recorded at, CPython (``jit.build_tape``'s data pointers), and no
-    sign of a nested transform (links to older tapes, rows it recorded: ``Tape.nested``): an
-    outer backward leaves most rows of those unswept (the inner function's value, ...), and
+    sign of a nested transform (links to older tapes, rows it or a create_graph backward
+    recorded: ``Tape.nested``): an outer backward leaves most rows of those unswept, and
     ``_sweep_whole`` would hand the tape to the general path after a need pass for nothing."""
     if (t.escapes or t.hooks or t.functions or t.packed or t.links or t.nested
             or _FIELD is None):
