@@ -4,6 +4,9 @@ against the general path: the same gradients to the bit, the same state of the t
 escapes, retain_graph, rows left unswept, leaves changed in place) still right."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tape
 from tape.reverse import backward
@@ -315,3 +318,33 @@ def test_vjp_pullback_twice_same_bits(taken, monkeypatch):
     assert not taken
     general_only(monkeypatch)
     assert_same_bits(lean, run())
+
+
+SHAPES = st.sampled_from([(), (1,), (3,), (2, 3), (0,)])
+VALUES = st.floats(-3.0, 3.0, allow_nan=False, allow_subnormal=False)
+
+
+def mixed(x, w):  # broadcasting, 0-d rows, a reduction, functions with kinks and near-zero cases
+    h = np.sqrt(x * x + 1e-3) * np.exp(-np.abs(w)) + np.maximum(x, 0.5) * w
+    return np.sum(np.tanh(h) * h) + np.sum(w) * np.sum(x)
+
+
+@settings(deadline=None, max_examples=40)
+@given(data=st.data(), shape_x=SHAPES, shape_w=SHAPES)
+def test_lean_and_general_paths_agree_on_random_shapes_and_values(data, shape_x, shape_w):
+    try:
+        np.broadcast_shapes(shape_x, shape_w)
+    except ValueError:
+        return
+    x = data.draw(hnp.arrays(np.float64, shape_x, elements=VALUES))
+    w = data.draw(hnp.arrays(np.float64, shape_w, elements=VALUES))
+    calls = []
+    real = backward._sweep_whole
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backward, "_sweep_whole", lambda *a: calls.append(real(*a)) or calls[-1])
+        lean = tape.grad(mixed, argnums=(0, 1))(x, w)
+    assert calls and all(calls)  # swept by the lean path
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backward, "_sweeps_whole", lambda t: False)
+        general = tape.grad(mixed, argnums=(0, 1))(x, w)
+    assert_same_bits(lean, general)
