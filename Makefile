@@ -127,7 +127,7 @@ bench-compare: $(VENV)/.installed-bench
 
 compare: $(VENV)/.installed-bench
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-		$(PY) asv_bench/compare.py --torch-python $(TORCH_PYTHON)
+		$(PY) asv_bench/compare.py --torch-python $(TORCH_PYTHON) --jax-python $(JAX_PYTHON) --markdown
 
 warmup: $(VENV)/.installed-test
 	$(PY) -m jit.warmup

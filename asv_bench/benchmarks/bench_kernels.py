@@ -98,6 +98,41 @@ def _matmul(a, b):
     return y
 
 
+# small arrays (16 elements), where recording's fixed cost is all there is: the target is
+# recorded minus NumPy <= 3 us per op (issue 29)
+_MASK16 = np.random.default_rng(1).uniform(size=16) > 0.5
+
+
+def _small_unary(a):
+    for _ in range(OPS):
+        y = np.exp(a)
+    return y
+
+
+def _small_binary(a, b):
+    for _ in range(OPS):
+        y = a + b
+    return y
+
+
+def _small_sum(a):
+    for _ in range(OPS):
+        y = np.sum(a)
+    return y
+
+
+def _small_slice(a):
+    for _ in range(OPS):
+        y = a[2:5]
+    return y
+
+
+def _small_where(a, b):
+    for _ in range(OPS):
+        y = np.where(_MASK16, a, b)
+    return y
+
+
 class Record:
     """Eager recording cost per op (OPS ops on a fresh tape: ms reported == us per op)."""
 
@@ -122,6 +157,12 @@ class Record:
         tape.vjp(_gather_int, self.m)
         tape.vjp(_where, self.m, self.m2)
         tape.vjp(_matmul, self.sq_a, self.sq_b)
+        self.v16 = rng.normal(size=16)
+        self.w16 = rng.normal(size=16)
+        for f in (_small_unary, _small_sum, _small_slice):
+            tape.vjp(f, self.v16)
+        for f in (_small_binary, _small_where):
+            tape.vjp(f, self.v16, self.w16)
 
     def time_scalar_binary_x1000(self):
         """1000 x (0-d tensor * 0-d tensor), recorded."""
@@ -194,6 +235,46 @@ class Record:
     def time_matmul_16x16_x1000_numpy(self):
         """Baseline: the same 1000 matmuls on NumPy arrays."""
         _matmul(self.sq_a, self.sq_b)
+
+    def time_small_unary_x1000(self):
+        """1000 x np.exp of a 16-element tensor, recorded."""
+        tape.vjp(_small_unary, self.v16)
+
+    def time_small_unary_x1000_numpy(self):
+        """Baseline: the same 1000 np.exp calls on a NumPy array."""
+        _small_unary(self.v16)
+
+    def time_small_binary_x1000(self):
+        """1000 x (16-element tensor + 16-element tensor), recorded."""
+        tape.vjp(_small_binary, self.v16, self.w16)
+
+    def time_small_binary_x1000_numpy(self):
+        """Baseline: the same 1000 additions of NumPy arrays."""
+        _small_binary(self.v16, self.w16)
+
+    def time_small_sum_x1000(self):
+        """1000 x np.sum of a 16-element tensor, recorded."""
+        tape.vjp(_small_sum, self.v16)
+
+    def time_small_sum_x1000_numpy(self):
+        """Baseline: the same 1000 np.sum calls on a NumPy array."""
+        _small_sum(self.v16)
+
+    def time_small_slice_x1000(self):
+        """1000 x t[2:5] of a 16-element tensor, recorded."""
+        tape.vjp(_small_slice, self.v16)
+
+    def time_small_slice_x1000_numpy(self):
+        """Baseline: the same 1000 slices (views) of a NumPy array."""
+        _small_slice(self.v16)
+
+    def time_small_where_x1000(self):
+        """1000 x np.where(mask, a, b) on 16-element tensors, recorded."""
+        tape.vjp(_small_where, self.v16, self.w16)
+
+    def time_small_where_x1000_numpy(self):
+        """Baseline: the same 1000 np.where calls on NumPy arrays."""
+        _small_where(self.v16, self.w16)
 
 
 def _scalar_tape(n):

@@ -2,7 +2,7 @@
 
 PyTorch is never a dependency of tapejit: this module imports torch only inside ``available()`` and
 the functions below, so asv can collect the suite (and skip the PyTorch benchmarks) without it.
-Used by bench_workloads.py and by asv_bench/compare_torch.py (run with a Python that has torch).
+Used by bench_workloads.py and by asv_bench/compare_peer.py (run with a Python that has torch).
 """
 from __future__ import annotations
 

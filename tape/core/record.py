@@ -31,6 +31,7 @@ MATMUL = OPCODE["matmul"]
 MATMUL_BLAS = OPCODE["matmul_blas"]
 COPY = OPCODE["copy"]
 F64 = np.dtype(np.float64)
+_BOOL = np.dtype(bool)
 
 # NumPy ufunc -> elementwise opcode (the table's rows, plus NumPy's aliases of them)
 UFUNC_CODE = {p.ufunc: c for c, p in enumerate(TABLE)
@@ -143,15 +144,80 @@ def unary(code, x):
                 t.roll()
             return result(y, t, slot)
         return plain(y)
-    y = own_unary(code, xv) if code in OWN_VALUE else check_dtype(TABLE[code].ufunc(xv),
-                                                                  TABLE[code].name)
+    if code in OWN_VALUE:
+        y = own_unary(code, xv)
+    else:
+        y = TABLE[code].ufunc(xv)
+        if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
+                or not y.ndim:
+            y = check_dtype(y, TABLE[code].name)
     if x._rg and state.grad:
-        t = current_tape()
-        return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y)))
+        t = state.tape
+        if t is None or t.sealed:
+            t = current_tape()
+        return result(y, t, t.row(code, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                                  _size(y)))
     return plain(y)
 
 
 def binary(code, a, b):
+    if type(a) is Tensor:
+        av = a._v
+        if type(av) is np.ndarray and av.ndim:
+            if type(b) is Tensor:
+                bv = b._v
+                if type(bv) is np.ndarray and bv.ndim:
+                    if bv.shape == av.shape:
+                        return _same_shape(code, a, b, av, bv)
+                    return _broadcast(code, a, b, av, bv)
+            elif type(b) is float and av.size != 1:
+                return _with_float(code, a, b, av, False)
+    elif type(a) is float and type(b) is Tensor:
+        bv = b._v
+        if type(bv) is np.ndarray and bv.ndim and bv.size != 1:
+            return _with_float(code, b, a, bv, True)
+    return _binary(code, a, b)
+
+
+def _same_shape(code, a, b, av, bv):
+    """``binary`` of two array tensors of one shape: no broadcast to settle."""
+    y = own_binary(code, av, bv) if code in OWN_VALUE else TABLE[code].ufunc(av, bv)
+    if y.dtype is not F64 or not y.flags.c_contiguous:
+        y = check_dtype(y, TABLE[code].name)
+    if not ((a._rg or b._rg) and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    sa = a._slot if a._tape is t else import_slot(t, a)
+    sb = b._slot if b._tape is t else import_slot(t, b)
+    return result(y, t, t.row(code, sa, sb, y, y.size))
+
+
+def _with_float(code, x, c, xv, reflected):
+    """``binary`` of an array tensor x (several elements) and a Python float c: c is read for
+    every element (a shared constant slot); `reflected`: c is the first operand."""
+    if code in OWN_VALUE:
+        y = own_binary(code, c, xv) if reflected else own_binary(code, xv, c)
+    else:
+        y = TABLE[code].ufunc(c, xv) if reflected else TABLE[code].ufunc(xv, c)
+    if y.dtype is not F64 or not y.flags.c_contiguous:
+        y = check_dtype(y, TABLE[code].name)
+    if not (x._rg and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    if reflected:
+        sc = t.scalar_const(c)
+        return result(y, t, t.row(code | ONE_A << FLAG_SHIFT, sc,
+                                  x._slot if x._tape is t else import_slot(t, x), y, y.size))
+    sx = x._slot if x._tape is t else import_slot(t, x)
+    return result(y, t, t.row(code | ONE_B << FLAG_SHIFT, sx, t.scalar_const(c), y, y.size))
+
+
+def _binary(code, a, b):
+    """``binary``, every case (0-d, broadcast, constants of any type)."""
     if type(a) is Tensor:
         av = a._v
         ra = a._rg
@@ -203,7 +269,13 @@ def binary(code, a, b):
     if t is None or t.sealed:
         t = current_tape()
     n = 1 if type(y) is float else y.size
-    shape = _shape(y)
+    sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, _shape(y), n)
+    return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
+
+
+def _operands(t, a, b, av, bv, ra, rb, shape, n):
+    """Slots of a binary row's operands (imported in that order), its flags and its IA offset
+    (0, or the broadcast's maps or strides), for a result of `shape` and n elements."""
     if ra and a._tape is t and type(av) is np.ndarray and av.size == n:
         sa, fa, ma = a._slot, 0, -1
     else:
@@ -223,6 +295,35 @@ def binary(code, a, b):
             hit = t.index_cache[key] = (t.add_ints((ma, mb) + strided), STRIDED if strided else 0)
         iat = hit[0]
         flags |= hit[1]
+    return sa, sb, flags, iat
+
+
+def _broadcast(code, a, b, av, bv):
+    """``binary`` of two array tensors of different shapes: the row's flags and ints depend on
+    the shapes only, so a tape keeps them per pair of shapes after the first such row."""
+    p = TABLE[code]
+    try:
+        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv)
+    except ValueError as e:
+        raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
+    if y.dtype is not F64 or not y.flags.c_contiguous:
+        y = check_dtype(y, p.name)
+    ra, rb = a._rg, b._rg
+    if not ((ra or rb) and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    n = y.size
+    key = ("binary", av.shape, bv.shape)
+    hit = t.index_cache.get(key)
+    if hit is None:
+        sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, y.shape, n)
+        t.index_cache[key] = (flags, iat)
+    else:
+        flags, iat = hit
+        sa = a._slot if a._tape is t else import_slot(t, a)
+        sb = b._slot if b._tape is t else import_slot(t, b)
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 
@@ -267,15 +368,26 @@ def strided_broadcast(shape, ashape, fa, bshape, fb):
 def _operand(t, x, shape, n):
     """Slot of an elementwise operand, whether it has one element (read for all), and the IA
     offset of the index map that broadcasts it to `shape` (-1: none needed)."""
-    xv = raw(x)
-    if type(x) is float and n != 1:  # a Python-float constant: shared within the tape
-        return t.scalar_const(x), 1, -1
-    size = 1 if isinstance(xv, (float, int)) else np.size(xv)
+    if type(x) is Tensor:
+        if x._tape is t:
+            slot = x._slot
+        else:
+            slot = import_slot(t, x)
+        xv = x._v
+        if type(xv) is float:
+            return slot, (1 if n != 1 else 0), -1
+    else:
+        if type(x) is float and n != 1:  # a Python-float constant: shared within the tape
+            return t.scalar_const(x), 1, -1
+        slot = slot_in(t, x)
+        xv = x
+    size = 1 if isinstance(xv, (float, int)) else xv.size if type(xv) is np.ndarray else \
+        np.size(xv)
     if size == n:
-        return slot_in(t, x), 0, -1
+        return slot, 0, -1
     if size == 1:
-        return slot_in(t, x), 1, -1
-    return slot_in(t, x), 0, _map_offset(t, np.shape(xv), shape)
+        return slot, 1, -1
+    return slot, 0, _map_offset(t, np.shape(xv), shape)
 
 
 def _map_offset(t, xshape, shape):
@@ -314,25 +426,65 @@ def broadcast_slot(t, x, shape):
     return t.row(GATHER, slot_in(t, x), -1, value, value.size, _map_offset(t, xshape, shape))
 
 
-def where(mask, a, b):
-    mask = np.asarray(raw(mask)).astype(bool)
-    av, bv = raw(a), raw(b)
+def where(condition, x=None, y=None):
+    """np.where(condition, x, y) (NumPy's names: ``tape.numpy.where`` is this function);
+    np.where(condition) alone: the indices of its nonzero elements."""
+    if x is None and y is None:
+        return np.where(raw(condition))
+    mask, a, b = condition, x, y  # (y is the result from here on)
+    if type(mask) is not np.ndarray or mask.dtype is not _BOOL:
+        mask = np.asarray(raw(mask)).astype(bool)
+    av = a._v if type(a) is Tensor else a
+    bv = b._v if type(b) is Tensor else b
     try:
         y = np.where(mask, av, bv)
     except ValueError as e:
         raise ValueError(f"where: {e} (condition {mask.shape}, x {np.shape(av)}, "
                          f"y {np.shape(bv)})") from None
-    y = check_dtype(y, "where")
-    if not recording(a, b):
+    shape = y.shape
+    if y.dtype is not F64 or not shape or not y.flags.c_contiguous:
+        y = check_dtype(y, "where")
+    if not ((type(a) is Tensor and a._rg or type(b) is Tensor and b._rg) and state.grad):
         return plain(y)
-    t = current_tape()
-    shape = _shape(y)
-    n = _size(y)
-    sa, fa, ma = _operand(t, a, shape, n)
-    sb, fb, mb = _operand(t, b, shape, n)
-    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
-    off = t.add_ints(layouts.encode_where(ma, mb, np.broadcast_to(mask, shape).reshape(-1)))
-    return result(y, t, t.row(WHERE | flags << FLAG_SHIFT, sa, sb, y, n, off))
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    n = 1 if type(y) is float else y.size
+    if type(a) is Tensor and type(av) is np.ndarray and av.size == n:  # (as _operand)
+        sa, fa, ma = a._slot if a._tape is t else import_slot(t, a), 0, -1
+    else:
+        sa, fa, ma = _operand(t, a, shape, n)
+    if type(b) is Tensor and type(bv) is np.ndarray and bv.size == n:
+        sb, fb, mb = b._slot if b._tape is t else import_slot(t, b), 0, -1
+    else:
+        sb, fb, mb = _operand(t, b, shape, n)
+    code = WHERE
+    if fa or fb or ma >= 0 or mb >= 0:
+        code |= (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << FLAG_SHIFT
+    return result(y, t, t.row(code, sa, sb, y, n, _where_ints(t, ma, mb, mask, shape, n)))
+
+
+_WHERE_SHARED = 1 << 16  # larger masks are not compared (their ints dwarf the saving)
+
+
+def _where_ints(t, ma, mb, mask, shape, n):
+    """IA offset of a where row's ints (``layouts.encode_where``): the mask broadcast to `shape`
+    written straight into the chunk (no broadcast view, no concatenation of a converted copy),
+    shared by the rows of a tape whose masks are equal (a mask reused in a loop costs its eight
+    bytes per element once, not per row; masks of up to _WHERE_SHARED elements)."""
+    key = ("where", ma, mb, shape, mask.shape, mask.tobytes()) if n <= _WHERE_SHARED else None
+    off = t.index_cache.get(key) if key is not None else None
+    if off is None:
+        ints = np.empty(n + 2, np.int64)
+        ints[0] = ma
+        ints[1] = mb
+        ints[2:].reshape(shape)[...] = mask
+        off = t.ia_len
+        if key is not None:
+            t.index_cache[key] = off
+        t.ia.append(ints)
+        t.ia_len += n + 2
+    return off
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,6 +518,8 @@ _BASIC_MAPS = {}  # (shape, hashable basic key) -> (index map, is a pure reshape
 def _hashable(key):
     """A hashable form of a basic index (ints, slices, None, Ellipsis), or None."""
     if type(key) is not tuple:
+        if type(key) is slice:
+            return (("s", key.start, key.stop, key.step),)
         key = (key,)
     out = []
     for k in key:
@@ -383,9 +537,26 @@ def getitem(x, key):
     if type(key) is int and type(v) is np.ndarray and v.ndim == 1 and v.shape[0] > 1 \
             and v.dtype == F64:
         return _vector_item(x, v, key)
-    key = plain_key(key)
-    shape = _shape(x._v)
-    hk = _hashable(key)
+    if type(key) is np.ndarray and key.dtype.kind in "iu" and key.ndim and type(v) is np.ndarray \
+            and v.ndim:
+        return _integer_gather(x, v, key)
+    hk = _hashable(key)  # (a basic key holds nothing plain_key changes)
+    if hk is not None and type(v) is np.ndarray and x._rg and state.grad:
+        t = state.tape
+        if t is not None and not t.sealed:
+            off = t.index_cache.get(("gather", v.shape, hk))
+            if off is not None:  # this slice of this shape is on the tape: its ints are there
+                y = v[key]
+                y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
+                return result(y, t, t.row(GATHER, x._slot if x._tape is t else
+                                          import_slot(t, x), -1, y, _size(y), off))
+    if hk is None:
+        key = plain_key(key)
+        if type(key) is np.ndarray and key.dtype.kind in "iu" and key.ndim \
+                and type(v) is np.ndarray and v.ndim:
+            return _integer_gather(x, v, key)
+        hk = _hashable(key)
+    shape = _shape(v)
     hit = _BASIC_MAPS.get((shape, hk)) if hk is not None else None
     if hit is None:
         idx = index_map(shape, key)
@@ -402,7 +573,64 @@ def getitem(x, key):
     idx, is_reshape = hit
     if is_reshape:
         return reshape(x, idx.shape)
-    return gather(x, idx, cache_key=("gather", shape, hk) if hk is not None else None)
+    if hk is None:
+        return gather(x, idx)
+    if type(v) is np.ndarray:  # the value by NumPy's view, copied: flat[idx] element for element
+        y = v[key]
+        y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
+        return _gathered(x, y, idx, ("gather", shape, hk))
+    return gather(x, idx, cache_key=("gather", shape, hk))
+
+
+_INT_MAPS = {}  # ("gather", shape, integer key's dtype, shape and bytes) -> read-only index map
+
+
+def _integer_gather(x, v, key):
+    """x[key] for an integer array key (not 0-d): NumPy's own fancy indexing for the value (its
+    errors, as ``index_map`` raises them on an array of x's shape), the index map cached by the
+    key's contents (a key reused in a loop is mapped once, and its ints are shared within a
+    tape)."""
+    y = v[key]
+    if not y.flags.c_contiguous:
+        y = check_dtype(y, "indexing")
+    if not (x._rg and state.grad):
+        return plain(y)
+    shape = v.shape
+    ck = ("gather", shape, key.dtype, key.shape, key.tobytes()) if key.size <= 4096 else None
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    off = t.index_cache.get(ck) if ck is not None else None
+    if off is None:
+        idx = _INT_MAPS.get(ck) if ck is not None else None
+        if idx is None:
+            idx = index_map(shape, key)
+            if ck is not None:
+                if len(_INT_MAPS) > 1024:
+                    _INT_MAPS.clear()
+                idx.flags.writeable = False
+                _INT_MAPS[ck] = idx
+        off = t.add_ints(idx)
+        if ck is not None:
+            t.index_cache[ck] = off
+    return result(y, t, t.row(GATHER, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                              y.size, off))
+
+
+def _gathered(x, y, idx, cache_key):
+    """The gather row y = x.ravel()[idx] (``gather``), its value y already computed."""
+    if not recording(x):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    off = t.index_cache.get(cache_key) if cache_key is not None else None
+    if off is None:
+        off = t.add_ints(idx)
+        if cache_key is not None:
+            t.index_cache[cache_key] = off
+    return result(y, t, t.row(GATHER, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                              _size(y), off))
 
 
 def _vector_item(x, v, k):
@@ -497,14 +725,17 @@ def scatter_flat(x, v, pos, win, shape):
 
 def reshape(x, shape):
     xv = x._v
-    y = np.reshape(xv, shape)
+    y = xv.reshape(shape) if type(xv) is np.ndarray else np.reshape(xv, shape)
     y = float(y) if y.ndim == 0 else y
-    if not recording(x):
+    if not (x._rg and state.grad):
         return plain(y if type(y) is float else y.copy())
     if type(y) is not float and x._meta is not None:
         y = y.copy()  # a leaf's buffer may be updated in place later: the row keeps its own
-    t = current_tape()
-    return result(y, t, t.row(COPY, slot_in(t, x), -1, y, _size(y)))
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    return result(y, t, t.row(COPY, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                              _size(y)))
 
 
 def transpose(x, axes=None):
@@ -539,117 +770,66 @@ def normalize_axes(axis, ndim, sort=True):
 
 
 # ---------------------------------------------------------------------------------------------
-# Reductions and scans over the middle axis of a (P, R, Q) view
-
-
-def _prq(x, axes):
-    """Move reduced axes to a contiguous block if needed; return (x', P, R, Q)."""
-    shape = _shape(x._v)
-    nd = len(shape)
-    if _apart(axes):
-        keep = tuple(i for i in range(nd) if i not in axes)
-        x = transpose(x, keep + axes)
-        shape = _shape(x._v)
-        axes = tuple(range(len(keep), nd))
-    if not axes:
-        return x, math.prod(shape), 1, 1
-    P = math.prod(shape[: axes[0]])
-    R = math.prod(shape[axes[0]: axes[-1] + 1])
-    Q = math.prod(shape[axes[-1] + 1:])
-    return x, P, R, Q
-
-
-def _apart(axes):
-    """Whether reduced axes are not adjacent (``_prq`` then moves them to a trailing block)."""
-    return bool(axes) and axes != tuple(range(axes[0], axes[-1] + 1))
-
-
-def reduce(name, x, axis=None, keepdims=False):
-    code = OPCODE[name]
-    ufunc = TABLE[code].ufunc
-    if type(x) is not Tensor:
-        x = plain(constant(x))
-    xv = x._v
-    nd = 0 if type(xv) is float else xv.ndim
-    axes = normalize_axes(axis, nd)
-    rec = recording(x)
-    if not (rec and _apart(axes)):
-        y = check_dtype(ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
-        if not rec:
-            return plain(y)
-    xs, P, R, Q = _prq(x, axes)
-    if xs is not x:  # reduced axes that are not adjacent, moved to a trailing block: their
-        # value is that block's reduction, as the replay computes it (NumPy's own order over
-        # the original axes can differ by an ulp)
-        shape = tuple(1 if i in axes else d for i, d in enumerate(_shape(xv))
-                      if keepdims or i not in axes)
-        y = check_dtype(np.reshape(ufunc(np.reshape(xs._v, (P, R)), axis=1), shape), name)
-    t = current_tape()
-    key = ("prq", P, R, Q)
-    off = t.index_cache.get(key)
-    if off is None:
-        off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
-    return result(y, t, t.row(code, slot_in(t, xs), -1, y, _size(y), off))
-
-
-def scan(name, x, axis=None):
-    code = OPCODE[name]
-    if type(x) is not Tensor:
-        x = plain(constant(x))
-    if axis is None:
-        x = reshape(x, -1)
-        axis = 0
-    xv = x._v
-    nd = 0 if type(xv) is float else xv.ndim
-    (ax,) = normalize_axes(axis, nd)
-    y = check_dtype(TABLE[code].ufunc(xv, axis=ax) if nd else TABLE[code].ufunc(xv), name)
-    if not recording(x):
-        return plain(y)
-    shape = _shape(xv)
-    P, R, Q = math.prod(shape[:ax]), (shape[ax] if nd else 1), math.prod(shape[ax + 1:])
-    t = current_tape()
-    off = t.add_ints(layouts.encode_reduce(P, R, Q))
-    return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y), off))
-
-
-# ---------------------------------------------------------------------------------------------
 # Bilinear and escapes
 
 
 def matmul(a, b):
-    av, bv = raw(a), raw(b)
-    if type(a) is not Tensor:
-        av = constant(av)
-    if type(b) is not Tensor:
-        bv = constant(bv)
-    if np.ndim(av) == 0 or np.ndim(bv) == 0:
+    av = a._v if type(a) is Tensor else constant(a)
+    bv = b._v if type(b) is Tensor else constant(b)
+    if type(av) is float or av.ndim == 0 or type(bv) is float or bv.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
                          "are not allowed; use * for scalars)")
     try:
         y = np.matmul(av, bv)
     except ValueError as e:
         raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
-    y = check_dtype(y, "matmul")
-    if not recording(a, b):
+    if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
+        y = check_dtype(y, "matmul")
+    if not ((type(a) is Tensor and a._rg or type(b) is Tensor and b._rg) and state.grad):
         return plain(y)
-    # canonical shapes: a (..., M, K), b (..., K, N); 1-D operands are a row / column
-    sa_shape = (1,) + av.shape if av.ndim == 1 else av.shape
-    sb_shape = bv.shape + (1,) if bv.ndim == 1 else bv.shape
-    M, K = sa_shape[-2:]
-    N = sb_shape[-1]
-    batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
-    B = math.prod(batch)
-    t = current_tape()
-    a_in, ba = _batch_operand(t, a, sa_shape, batch, B)
-    b_in, bb = _batch_operand(t, b, sb_shape, batch, B)
-    if B * M * K * N > BLAS_FLOPS:
+    plan = _MATMUL_PLANS.get((av.shape, bv.shape))
+    if plan is None:
+        plan = _matmul_plan(av.shape, bv.shape)
+    sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key = plan
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    # (an operand whose batch is its own or none is its slot: _batch_operand's first cases)
+    a_in, ba = (slot_in(t, a), ka) if ka >= 0 else _batch_operand(t, a, sa_shape, batch, B)
+    b_in, bb = (slot_in(t, b), kb) if kb >= 0 else _batch_operand(t, b, sb_shape, batch, B)
+    if B * M * K * N > BLAS_FLOPS:  # (read per call: BLAS_FLOPS is the module's setting)
         slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
         ya_shape = batch + (M, K) if ba else (M, K)
         yb_shape = batch + (K, N) if bb else (K, N)
         t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
         return result(y, t, slot)
-    off = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
+    off = t.index_cache.get(key)
+    if off is None:
+        off = t.index_cache[key] = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
     return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
+
+
+_MATMUL_PLANS = {}  # (a's shape, b's shape) -> _matmul_plan
+
+
+def _matmul_plan(ashape, bshape):
+    """Canonical shapes a (..., M, K), b (..., K, N) (1-D operands are a row / column), M, K, N,
+    the broadcast batch shape and its size, for a and b whether they carry the batch (0 / 1;
+    -1: broadcast to it by ``_batch_operand``), and a jitted row's index cache key."""
+    sa_shape = (1,) + ashape if len(ashape) == 1 else ashape
+    sb_shape = bshape + (1,) if len(bshape) == 1 else bshape
+    M, K = sa_shape[-2:]
+    N = sb_shape[-1]
+    batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
+    B = math.prod(batch)
+    ka, kb = (0 if math.prod(s[:-2]) == 1 else 1 if s[:-2] == batch else -1
+              for s in (sa_shape, sb_shape))
+    key = ("matmul", B, M, K, N, 1 if ka else 0, 1 if kb else 0)
+    plan = (sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key)
+    if len(_MATMUL_PLANS) > 1024:
+        _MATMUL_PLANS.clear()
+    _MATMUL_PLANS[(ashape, bshape)] = plan
+    return plan
 
 
 def _batch_operand(t, x, shape, batch, B):

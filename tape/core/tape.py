@@ -136,12 +136,17 @@ class Tape:
 
     def row(self, code, a, b, value, n, iat=0, fat=0) -> int:
         """Append a general row (one with a side row) whose result is ``value``."""
-        slot = len(self.sv)
-        k = len(self.av)
+        sv = self.sv
+        av = self.av
+        slot = len(sv)
+        k = len(av)
         if type(value) is float:
-            self.sv.append(value)
-            self.av.append(None)
-        elif state.saved_hooks is not None and code != LEAF and code != LINK:
+            sv.append(value)
+            av.append(None)
+        elif state.saved_hooks is None:
+            sv.append(0.0)
+            av.append(value)
+        elif code != LEAF and code != LINK:
             if state.guards is not None:
                 _refuse_packing(code)
             # saved_tensors_hooks: the tape keeps pack(value) until the backward unpacks it

@@ -191,7 +191,13 @@ class TensorNumpyProtocols:
         return array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        return array_function(func, types, args, kwargs)
+        impl = FUNCS.get(func)
+        if impl is None:
+            return array_function(func, types, args, kwargs)
+        for t in types:  # (array_function's check, inline for the functions we implement)
+            if t is not Tensor and t is not np.ndarray and not issubclass(t, (Tensor, np.ndarray)):
+                return NotImplemented
+        return impl(*args, **kwargs) if kwargs else impl(*args)
 
 
 install(TensorNumpyProtocols)

@@ -17,6 +17,7 @@ from jit.table import OPCODE
 
 from ..core import guards as _guards
 from ..core import record as rec
+from ..core import reductions
 from ..core.record import binary, gather, normalize_axes, unary
 from ..core.tensor import install, plain, raw
 from ._dispatch import EXPORTS, as_tensor, implements
@@ -32,26 +33,30 @@ def _shape(x):
 
 @implements(np.sum)
 def sum(a, axis=None, keepdims=False, dtype=None, out=None, initial=None, where=None):
-    _no_extras("sum", out=out, initial=initial, where=where)
-    return rec.reduce("sum", as_tensor(a), axis, keepdims)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("sum", out=out, initial=initial, where=where)
+    return reductions.reduce("sum", as_tensor(a), axis, keepdims)
 
 
 @implements(np.prod)
 def prod(a, axis=None, keepdims=False, dtype=None, out=None, initial=None, where=None):
-    _no_extras("prod", out=out, initial=initial, where=where)
-    return rec.reduce("prod", as_tensor(a), axis, keepdims)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("prod", out=out, initial=initial, where=where)
+    return reductions.reduce("prod", as_tensor(a), axis, keepdims)
 
 
 @implements(np.max, np.amax, name="max")
 def max(a, axis=None, keepdims=False, out=None, initial=None, where=None):
-    _no_extras("max", out=out, initial=initial, where=where)
-    return rec.reduce("amax", as_tensor(a), axis, keepdims)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("max", out=out, initial=initial, where=where)
+    return reductions.reduce("amax", as_tensor(a), axis, keepdims)
 
 
 @implements(np.min, np.amin, name="min")
 def min(a, axis=None, keepdims=False, out=None, initial=None, where=None):
-    _no_extras("min", out=out, initial=initial, where=where)
-    return rec.reduce("amin", as_tensor(a), axis, keepdims)
+    if out is not None or initial is not None or where is not None:
+        _no_extras("min", out=out, initial=initial, where=where)
+    return reductions.reduce("amin", as_tensor(a), axis, keepdims)
 
 
 EXPORTS["amax"] = max
@@ -100,13 +105,13 @@ def std(a, axis=None, ddof=0, keepdims=False, dtype=None, out=None, where=None, 
 @implements(np.cumsum)
 def cumsum(a, axis=None, dtype=None, out=None):
     _no_extras("cumsum", out=out)
-    return rec.scan("cumsum", as_tensor(a), axis)
+    return reductions.scan("cumsum", as_tensor(a), axis)
 
 
 @implements(np.cumprod)
 def cumprod(a, axis=None, dtype=None, out=None):
     _no_extras("cumprod", out=out)
-    return rec.scan("cumprod", as_tensor(a), axis)
+    return reductions.scan("cumprod", as_tensor(a), axis)
 
 
 @implements(np.diff)
@@ -137,11 +142,7 @@ def _edge_shape(a, axis):
 # Elementwise functions that are not ufuncs
 
 
-@implements(np.where)
-def where(condition, x=None, y=None):
-    if x is None and y is None:
-        return np.where(raw(condition))
-    return rec.where(condition, x, y)
+where = implements(np.where)(rec.where)  # (recorded without a wrapper: called in loops)
 
 
 @implements(np.clip)

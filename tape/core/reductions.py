@@ -1,0 +1,115 @@
+"""Recording reductions and scans: each reads its operand as a (P, R, Q) view and reduces or
+scans the middle axis (``jit.families.reduce``, ``jit.families.scan``); reduced axes that are
+not adjacent are first moved to a trailing block by a transpose."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jit.families import layouts
+from jit.table import OPCODE, TABLE
+
+from .record import _shape, _size, normalize_axes, reshape, transpose
+from .state import state
+from .tape import current_tape
+from .tensor import Tensor, import_slot, plain, recording, result, slot_in
+from .values import check_dtype, constant
+
+
+def _prq(x, axes):
+    """Move reduced axes to a contiguous block if needed; return (x', P, R, Q)."""
+    shape = _shape(x._v)
+    nd = len(shape)
+    if _apart(axes):
+        keep = tuple(i for i in range(nd) if i not in axes)
+        x = transpose(x, keep + axes)
+        shape = _shape(x._v)
+        axes = tuple(range(len(keep), nd))
+    if not axes:
+        return x, math.prod(shape), 1, 1
+    P = math.prod(shape[: axes[0]])
+    R = math.prod(shape[axes[0]: axes[-1] + 1])
+    Q = math.prod(shape[axes[-1] + 1:])
+    return x, P, R, Q
+
+
+def _apart(axes):
+    """Whether reduced axes are not adjacent (``_prq`` then moves them to a trailing block)."""
+    return bool(axes) and axes != tuple(range(axes[0], axes[-1] + 1))
+
+
+_REDUCE_PLANS = {}  # (shape, axis None or an int) -> (axes, P, R, Q) of adjacent reduced axes
+# the ufunc reduction NumPy's function runs on an ndarray (np.sum(a, axis=...) is
+# np.add.reduce(a, axis=...) after a Python wrapper that costs more than a small sum)
+_REDUCE_BY = {np.sum: np.add.reduce, np.prod: np.multiply.reduce, np.max: np.maximum.reduce,
+              np.min: np.minimum.reduce}
+
+
+def reduce(name, x, axis=None, keepdims=False):
+    code = OPCODE[name]
+    ufunc = TABLE[code].ufunc
+    if type(x) is not Tensor:
+        x = plain(constant(x))
+    xv = x._v
+    if type(xv) is np.ndarray and xv.ndim and (axis is None or type(axis) is int):
+        plan = _REDUCE_PLANS.get((xv.shape, axis))
+        if plan is not None:  # an array reduced over adjacent axes, seen before
+            axes, P, R, Q = plan
+            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims)
+            y = float(y) if type(y) is np.float64 else check_dtype(y, name)
+            if not (x._rg and state.grad):
+                return plain(y)
+            return _reduce_row(code, x, y, P, R, Q)
+    nd = 0 if type(xv) is float else xv.ndim
+    axes = normalize_axes(axis, nd)
+    rec = recording(x)
+    if not (rec and _apart(axes)):
+        y = check_dtype(ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
+        if not rec:
+            return plain(y)
+    xs, P, R, Q = _prq(x, axes)
+    if xs is not x:  # reduced axes that are not adjacent, moved to a trailing block: their
+        # value is that block's reduction, as the replay computes it (NumPy's own order over
+        # the original axes can differ by an ulp)
+        shape = tuple(1 if i in axes else d for i, d in enumerate(_shape(xv))
+                      if keepdims or i not in axes)
+        y = check_dtype(np.reshape(ufunc(np.reshape(xs._v, (P, R)), axis=1), shape), name)
+    elif nd and (axis is None or type(axis) is int):
+        if len(_REDUCE_PLANS) > 1024:
+            _REDUCE_PLANS.clear()
+        _REDUCE_PLANS[(xv.shape, axis)] = (axes, P, R, Q)
+    return _reduce_row(code, xs, y, P, R, Q)
+
+
+def _reduce_row(code, xs, y, P, R, Q):
+    """Record the reduce row of y over the (P, R, Q) view of xs."""
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    key = ("prq", P, R, Q)
+    off = t.index_cache.get(key)
+    if off is None:
+        off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
+    return result(y, t, t.row(code, xs._slot if xs._tape is t else import_slot(t, xs), -1, y,
+                              _size(y), off))
+
+
+def scan(name, x, axis=None):
+    code = OPCODE[name]
+    if type(x) is not Tensor:
+        x = plain(constant(x))
+    if axis is None:
+        x = reshape(x, -1)
+        axis = 0
+    xv = x._v
+    nd = 0 if type(xv) is float else xv.ndim
+    (ax,) = normalize_axes(axis, nd)
+    y = check_dtype(TABLE[code].ufunc(xv, axis=ax) if nd else TABLE[code].ufunc(xv), name)
+    if not recording(x):
+        return plain(y)
+    shape = _shape(xv)
+    P, R, Q = math.prod(shape[:ax]), (shape[ax] if nd else 1), math.prod(shape[ax + 1:])
+    t = current_tape()
+    off = t.add_ints(layouts.encode_reduce(P, R, Q))
+    return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y), off))

@@ -1,0 +1,368 @@
+"""The recorder's direct paths record the rows of its general ones.
+
+Array ops take direct paths in ``tape/core/record.py`` for their common cases (two array
+tensors of one shape, an array and a Python float, basic slices valued through NumPy's view,
+integer-array keys, where's mask written into its ints, reductions and matmuls whose shape plans
+are cached). Each is recorded here both ways on a fresh tape and the tapes' lists compared
+element for element: the same rows, side rows, ints and values. Then the shared int chunks
+(equal masks, repeated integer keys, repeated matmul shapes) are checked end to end: gradients
+against finite differences, compiled replay and forward mode against eager.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tape
+from jit.families import layouts
+from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE
+from tape.core import record as R
+from tape.core import reductions
+from tape.core.state import state
+
+from _fd import check_vjp
+
+
+@contextlib.contextmanager
+def _fresh_tape():
+    saved = state.tape
+    state.tape = None
+    try:
+        yield
+    finally:
+        state.tape = saved
+
+
+def _record(fn, *values, grad=(True,) * 8):
+    """fn(*tensors) recorded on a fresh tape: (its result, the tape's lists)."""
+    with _fresh_tape(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (x / 0.0 among the cases)
+        xs = [tape.tensor(np.array(v, dtype=np.float64), requires_grad=g)
+              for v, g in zip(values, grad)]
+        out = fn(*xs)
+        t = state.tape
+        return out, _lists(t)
+
+
+def _lists(t):
+    if t is None:
+        return None
+    return {"rows": list(t.rows), "side": list(t.side), "sv": list(t.sv),
+            "ia": np.concatenate(t.ia) if t.ia else np.zeros(0, np.int64),
+            "av": [None if v is None else (v.shape, v.tobytes()) for v in t.av],
+            "consts": dict(t.consts), "escapes": dict(t.escapes)}
+
+
+def _same(fast, slow):
+    (yf, tf), (ys, ts) = fast, slow
+    assert (tf is None) == (ts is None)
+    if tf is not None:
+        for k in ("rows", "side", "sv", "av", "consts", "escapes"):
+            assert tf[k] == ts[k], k
+        np.testing.assert_array_equal(tf["ia"], ts["ia"])
+    vf, vs = yf._v, ys._v
+    assert type(vf) is type(vs)
+    assert np.shape(vf) == np.shape(vs)
+    np.testing.assert_array_equal(vf, vs)
+    assert yf.requires_grad == ys.requires_grad
+
+
+SHAPES = [(3,), (2, 3), (4, 1, 2)]
+BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "hypot", "arctan2"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("grad", [(True, True), (True, False), (False, True), (False, False)])
+def test_same_shape_binary_records_the_general_row(shape, name, grad):
+    code = OPCODE[name]
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(0.5, 2.0, shape), rng.uniform(0.5, 2.0, shape)
+
+    def via(f):
+        def run(x, y):
+            z = f(code, x, y)  # on leaves, then on a row of this tape
+            return f(code, z, y) if z.requires_grad else z
+        return run
+
+    _same(_record(via(R.binary), a, b, grad=grad), _record(via(R._binary), a, b, grad=grad))
+
+
+BROADCASTS = [((16, 16, 3), (16, 1, 3)), ((3,), (2, 3)), ((2, 1), (1, 3)), ((1,), (4,)),
+              ((4,), (1,)), ((2, 3, 1, 2), (3, 1, 1)), ((2, 1, 3, 1), (1, 4, 1, 5)),
+              ((0, 3), (3,)), ((1, 1), (2, 2))]
+
+
+@pytest.mark.parametrize("ashape,bshape", BROADCASTS)
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("grad", [(True, True), (True, False), (False, True)])
+def test_broadcast_binary_records_the_general_row(ashape, bshape, name, grad):
+    code = OPCODE[name]
+    rng = np.random.default_rng(8)
+    a, b = rng.uniform(0.5, 2.0, ashape), rng.uniform(0.5, 2.0, bshape)
+
+    def via(f):
+        def run(x, y):
+            z = f(code, x, y)  # the first of these shapes on the tape, then from its cache
+            return f(code, x, y) - f(code, y, x) + z
+        return run
+
+    _same(_record(via(R.binary), a, b, grad=grad), _record(via(R._binary), a, b, grad=grad))
+
+
+def test_broadcast_shape_error_names_the_shapes():
+    x = tape.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError, match=r"add: .* \(operand shapes \(3,\) and \(4,\)\)"):
+        x + tape.tensor(np.ones(4))
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(1,), (1, 1)])
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("c", [2.5, 0.0, -0.0, 1.0])
+def test_array_with_float_records_the_general_row(shape, name, c):
+    code = OPCODE[name]
+    a = np.random.default_rng(2).uniform(0.5, 2.0, shape)
+    for f in (lambda g: lambda x: g(code, g(code, x, c), c),  # the constant shared
+              lambda g: lambda x: g(code, c, g(code, c, x))):  # reflected
+        _same(_record(f(R.binary), a), _record(f(R._binary), a))
+
+
+def test_array_with_float_flags_and_shared_constant():
+    (y, t) = _record(lambda x: (x * 3.0) - 3.0, np.arange(4.0))
+    rows = t["rows"]
+    # slots: the leaf, the constant 3.0 (once), the product, the difference
+    assert rows[3:6] == [OPCODE["const"], -1, -1]
+    assert rows[6:9] == [OPCODE["multiply"] | ONE_B << FLAG_SHIFT, 0, 1]
+    assert rows[9:12] == [OPCODE["subtract"] | ONE_B << FLAG_SHIFT, 2, 1]
+    np.testing.assert_array_equal(y._v, np.arange(4.0) * 3.0 - 3.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Indexing
+
+
+def _old_getitem(x, key):
+    """The general indexing path: index map of x's shape, reshape or gather."""
+    key = R.plain_key(key)
+    shape = R._shape(x._v)
+    hk = R._hashable(key)
+    idx = np.asarray(R.index_map(shape, key), dtype=np.int64)
+    flat = idx.reshape(-1)
+    if idx.size == flat.size == math.prod(shape) and (flat == np.arange(flat.size)).all():
+        return R.reshape(x, idx.shape)
+    return R.gather(x, idx, cache_key=("gather", shape, hk) if hk is not None else None)
+
+
+BASIC_KEYS = [
+    ((6,), slice(2, 5)), ((6,), slice(None, None, -2)), ((6,), slice(4, 1, -1)),
+    ((6,), slice(0, 0)), ((6,), (None, slice(1, None))), ((6,), 3), ((6,), -1),
+    ((4, 5), (slice(None, None, 2), slice(1, None))), ((4, 5), 1), ((4, 5), (1, 2)),
+    ((4, 5), (Ellipsis, 0)), ((4, 5), (slice(None), None, slice(None, None, -1))),
+    ((4, 5), (-1, Ellipsis)), ((2, 3, 4), (1, slice(None), 2)), ((2, 3, 4), (Ellipsis, None)),
+    ((4, 5), slice(None)), ((4, 5), (slice(1, 3), slice(None)))]
+
+
+@pytest.mark.parametrize("shape,key", BASIC_KEYS)
+def test_basic_key_records_the_general_row(shape, key):
+    a = np.arange(math.prod(shape), dtype=np.float64).reshape(shape) * 1.5 - 2.0
+
+    def _twice(get, x):
+        y = get(x, key)
+        z = get(x, key)  # the same key again: its ints shared within the tape
+        return y + z
+
+    _same(_record(lambda x: _twice(R.getitem, x), a),
+          _record(lambda x: _twice(_old_getitem, x), a))
+    R._BASIC_MAPS.clear()  # and with the shape's map not yet cached
+    _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
+
+
+def test_basic_slice_value_is_a_copy():
+    a = np.arange(12.0).reshape(3, 4)
+    x = tape.tensor(a, requires_grad=True)
+    y = x[:, 1:3]
+    assert y._v.flags.c_contiguous and y._v.flags.owndata
+    with tape.no_grad():
+        x[...] = 0.0  # the leaf's buffer changes in place; the recorded value does not
+    np.testing.assert_array_equal(y._v, a[:, 1:3])
+
+
+INT_KEYS = [((6,), [3, 0, -1, 2, 2]), ((6,), [[1, 2], [5, 0]]), ((5, 3), [4, 0, 4]),
+            ((5, 3), [[0], [-2]]), ((2, 3, 4), [1, 0]), ((6,), np.zeros(0, np.int64))]
+
+
+@pytest.mark.parametrize("shape,key", INT_KEYS)
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint16, np.dtype(">i8")])
+def test_integer_key_records_the_general_row(shape, key, dtype):
+    key = np.asarray(key).astype(dtype) if np.min(key, initial=0) >= 0 or \
+        np.dtype(dtype).kind == "i" else np.asarray(key)
+    a = np.arange(math.prod(shape), dtype=np.float64).reshape(shape) + 0.25
+    _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
+    R._INT_MAPS.clear()
+    _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
+
+
+def test_repeated_integer_key_shares_its_ints():
+    rows = np.array([3, 0, 3, 1])
+    a = np.arange(20.0).reshape(5, 4)
+    (y, t) = _record(lambda x: x[rows] * x[rows.copy()], a)
+    assert len(t["ia"]) == rows.size * 4  # one index map for both gathers
+    np.testing.assert_array_equal(y._v, a[rows] * a[rows])
+
+
+@pytest.mark.parametrize("key", [np.array([5]), np.array([-6]), np.array([[0, 9]])])
+def test_integer_key_out_of_bounds_is_numpys_error(key):
+    x = tape.tensor(np.arange(5.0), requires_grad=True)
+    with pytest.raises(IndexError) as want:
+        np.arange(5)[key]
+    with pytest.raises(IndexError, match=str(want.value)):
+        x[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# where
+
+
+def _old_where(mask, a, b):
+    """where as recorded by the general path: the mask converted, broadcast and concatenated."""
+    mask = np.asarray(R.raw(mask)).astype(bool)
+    av, bv = R.raw(a), R.raw(b)
+    y = R.check_dtype(np.where(mask, av, bv), "where")
+    if not R.recording(a, b):
+        return R.plain(y)
+    t = R.current_tape()
+    shape, n = R._shape(y), R._size(y)
+    sa, fa, ma = R._operand(t, a, shape, n)
+    sb, fb, mb = R._operand(t, b, shape, n)
+    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
+    off = t.add_ints(layouts.encode_where(ma, mb, np.broadcast_to(mask, shape).reshape(-1)))
+    return R.result(y, t, t.row(R.WHERE | flags << FLAG_SHIFT, sa, sb, y, n, off))
+
+
+WHERE_CASES = [  # mask, a's shape (None: the float 2.0), b's shape
+    (np.array([True, False, True]), (3,), (3,)),
+    ([1, 0, 0], (3,), (3,)),
+    (np.array([0.5, 0.0, -1.0]), (3,), None),
+    (np.array([[True], [False]]), (2, 4), (4,)),
+    (np.array([True, False, False, True]), (3, 1), (1, 4)),
+    (np.array(True), (2, 2), (1,)),
+    (np.array(True), (), ()),
+    (np.zeros((0, 3), bool), (0, 3), (3,)),
+]
+
+
+@pytest.mark.parametrize("mask,ashape,bshape", WHERE_CASES)
+@pytest.mark.parametrize("grad", [(True, True), (True, False), (False, True)])
+def test_where_records_the_general_row(mask, ashape, bshape, grad):
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=ashape)
+    b = rng.normal(size=bshape) if bshape is not None else None
+
+    def via(w):
+        if b is None:
+            return lambda x: w(mask, x, 2.0)
+        return lambda x, y: w(mask, x, y)
+
+    args = (a,) if b is None else (a, b)
+    _same(_record(via(R.where), *args, grad=grad), _record(via(_old_where), *args, grad=grad))
+
+
+def test_where_shares_the_ints_of_equal_masks_only():
+    a, b = np.arange(4.0), -np.arange(4.0)
+    m1 = np.array([True, False, True, False])
+
+    def f(x, y):
+        return np.where(m1, x, y) + np.where(m1.copy(), x, y) + np.where(~m1, x, y)
+
+    (z, t) = _record(f, a, b)
+    assert len(t["ia"]) == 2 * (4 + 2)  # m1 once, ~m1 once
+    np.testing.assert_array_equal(z._v, np.where(m1, a, b) * 2 + np.where(~m1, a, b))
+
+
+def _loop(x, w):
+    """Every direct path in one function: repeated masks, keys, reductions and matmuls."""
+    rows = np.array([2, 0, 2])
+    mask = np.array([[True, False, True], [False, False, True], [True, True, False]])
+    acc = 0.0
+    for k in range(3):
+        h = np.where(mask, x, 0.5 * x) @ w
+        h = np.where(mask, np.sin(h), h * h) + x[rows] - 0.25
+        acc = acc + np.sum(h[::2, 1:] * 1.5, axis=1).sum() + np.max(h, axis=0)[k]
+        x = x * 0.9 + np.tanh(h)
+    return acc
+
+
+def test_shared_ints_gradients_against_finite_differences():
+    rng = np.random.default_rng(4)
+    check_vjp(_loop, (rng.normal(size=(3, 3)), rng.normal(size=(3, 3))))
+
+
+def test_shared_ints_compiled_and_forward_mode_agree_with_eager():
+    rng = np.random.default_rng(5)
+    x0, w0 = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    v0, g0 = tape.value_and_grad(_loop, argnums=(0, 1))(x0, w0)
+    cf = tape.compile(_loop, x0, w0, argnums=(0, 1))
+    v, g = cf.value_and_grad(x0, w0)
+    np.testing.assert_allclose(v, v0, rtol=1e-13)
+    for gi, g0i in zip(g, g0):
+        np.testing.assert_allclose(gi, g0i, rtol=1e-11, atol=1e-13)
+    tx = rng.normal(size=(3, 3))
+    _, jv = tape.jvp(lambda x: _loop(x, w0), (x0,), (tx,))
+    np.testing.assert_allclose(jv, np.sum(g0[0] * tx), rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and matmul: a plan cached by shape records what the first call recorded
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "amax", "amin"])
+@pytest.mark.parametrize("shape,axis", [((16,), None), ((16,), 0), ((16,), -1), ((4, 5), None),
+                                        ((4, 5), 1), ((4, 5), 0), ((2, 3, 4), 1),
+                                        ((2, 3, 4), -1), ((3, 0), 0), ((3, 0), 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduce_plan_records_the_first_row(name, shape, axis, keepdims):
+    a = np.random.default_rng(6).uniform(0.5, 1.5, shape)
+    if a.size == 0 and name in ("amax", "amin") and axis in (None, 1):
+        return  # NumPy refuses: an empty reduction without identity
+
+    def f(x):
+        return reductions.reduce(name, x, axis, keepdims)
+
+    reductions._REDUCE_PLANS.clear()
+    slow = _record(f, a)
+    assert reductions._REDUCE_PLANS  # the first call left its plan
+    _same(_record(f, a), slow)
+
+
+@pytest.mark.parametrize("ashape,bshape", [((3, 4), (4, 5)), ((4,), (4, 3)), ((3, 4), (4,)),
+                                           ((2, 3, 4), (4, 5)), ((2, 3, 4), (1, 4, 2)),
+                                           ((2, 1, 3, 4), (5, 4, 2)), ((40, 40), (40, 40))])
+def test_matmul_plan_records_the_first_row(ashape, bshape):
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=ashape), rng.normal(size=bshape)
+
+    def f(x, y):
+        return (x @ y) + (x @ y)  # the second matmul shares the first one's ints
+
+    R._MATMUL_PLANS.clear()
+    slow = _record(f, a, b)
+    _same(_record(f, a, b), slow)
+    assert np.array_equal(slow[0]._v, (a @ b) + (a @ b))
+
+
+def test_matmul_plan_follows_blas_flops(monkeypatch):
+    """A plan cached by shapes leaves the BLAS-or-jitted choice to the setting of each call."""
+    a, b = np.ones((2, 3)), np.ones((3, 2))
+    blas = OPCODE["matmul_blas"]
+    _, t = _record(lambda x, y: x @ y, a, b)
+    assert t["rows"][6] == OPCODE["matmul"]  # leaf, leaf, product
+    monkeypatch.setattr(R, "BLAS_FLOPS", 0)
+    _, t = _record(lambda x, y: x @ y, a, b)
+    assert t["rows"][6] == blas
+    monkeypatch.undo()
+    _, t = _record(lambda x, y: x @ y, a, b)
+    assert t["rows"][6] == OPCODE["matmul"]
