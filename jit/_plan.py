@@ -10,7 +10,6 @@ import numpy as np
 
 from ._cache import njit  # cache=True: tapejit's cache directory (jit/_cache.py)
 
-from ._entry_call import call_entry
 from ._interp import _addr, _ld_word
 
 SIG_BUILD_TAPE = ("void(int64[::1], int64[::1], int64[::1], int64, float64[::1], int64[:, ::1], "
@@ -84,69 +83,89 @@ def _pack_offsets(is_array, size, mask, GO):
     return end
 
 
-SIG_WHOLE_BACKWARD = ("int64(int64, int64, int64[::1], float64[::1], int64[::1], float64[::1], "
-                      "float64[::1], int64[::1], boolean[::1])")
 WHOLE_HEAD = 5  # I's header: n, m, field, r roots, k outputs
+SIG_WHOLE_PREPARE = ("void(int64[::1], float64[::1], int64[:, ::1], int64[:, ::1], "
+                     "int64[:, ::1], boolean[::1], uint8[:, ::1])")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def whole_backward(need_fn, sweep_fn, I, F, IA, FA, out, W, is_array):
-    """A tape's first backward in one call, when it sweeps every row that has an operand: the
-    arrays of ``build_tape``, ``need_pass``, the arena of ``arena_offsets`` over the live
-    slots, the seeds, the reverse ``sweep`` (these two ``jit._interp`` entry points called at
-    their addresses `need_fn`, `sweep_fn`: ``jit._entry_call``) and the adjoints of the
-    outputs, the same bits as those calls one by one.
+def whole_prepare(I, F, R, S, V, is_array, M):
+    """The first of the three pieces of a tape's first backward when it sweeps every row that
+    has an operand (around the ordinary ``need_pass`` and ``sweep`` calls: ``whole_arena``,
+    ``whole_outputs``): the arrays of ``build_tape`` and the need pass's marks.
 
     I: n, m, field, r, k, then the n rows, the m side rows and the ids as ``build_tape``
     takes them, then r roots (slot, offset of its seed in F), then k outputs (slot, offset in
-    out, and a cell this call sets to 1 when the slot is live, its adjoint then in out, else
-    0).
+    the output array, and a cell ``whole_outputs`` sets to 1 when the slot is live, else 0).
     F: the n 0-d values (sv), then the seeds. The outputs are the need pass's sources (the
-    leaves a backward hands adjoints to, the inputs it returns). W: R (n x 4), S (m x 3), size
-    and VA one after the other, filled with is_array as by ``build_tape`` (sv: F[:n]).
-    Returns how many outputs are live, or -1, nothing swept, when some row with an operand
-    would stay unswept (the tape outlives this backward: the general path takes it from the
-    arrays filled here)."""
+    leaves a backward hands adjoints to, the inputs it returns).
+    Fills R (n x 4), S (m x 3), V's rows size and VA (V: size, VA, GO, each n long) and
+    is_array as ``build_tape`` does (sv: F[:n]), and M's rows src, root, live, need (the need
+    pass's arrays: src and root set from I, live and need zeroed)."""
     n = I[0]
     m = I[1]
-    r = I[3]
-    k = I[4]
     at = WHOLE_HEAD
     rows = I[at:at + 3 * n]
     side = I[at + 3 * n:at + 3 * n + 4 * m]
     ids = I[at + 3 * n + 4 * m:at + 3 * n + 5 * m]
-    at += 3 * n + 5 * m
-    outs = at + 2 * r
-    R = W[:4 * n].reshape((n, 4))
-    S = W[4 * n:4 * n + 3 * m].reshape((m, 3))
-    size = W[4 * n + 3 * m:5 * n + 3 * m]
-    VA = W[5 * n + 3 * m:6 * n + 3 * m]
-    sv = F[:n]
-    _fill_tape(rows, side, ids, I[2], sv, R, S, size, is_array, VA)
-    src = np.zeros(n, np.uint8)
-    root = np.zeros(n, np.uint8)
-    live = np.zeros(n, np.uint8)
-    need = np.zeros(n, np.uint8)
-    for j in range(r):
-        root[I[at + 2 * j]] = 1
-    for j in range(k):
-        src[I[outs + 3 * j]] = 1
-    call_entry(need_fn, "need_pass", (R, src, root, live, need))
+    _fill_tape(rows, side, ids, I[2], F[:n], R, S, V[0], is_array, V[1])
+    M[:, :] = 0
+    roots = at + 3 * n + 5 * m
+    for j in range(I[3]):
+        M[1, I[roots + 2 * j]] = 1
+    outs = roots + 2 * I[3]
+    for j in range(I[4]):
+        M[0, I[outs + 3 * j]] = 1
+
+
+SIG_WHOLE_ARENA = ("float64[::1](int64[::1], float64[::1], int64[:, ::1], int64[:, ::1], "
+                   "boolean[::1], uint8[:, ::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def whole_arena(I, F, R, V, is_array, M):
+    """After ``whole_prepare`` and ``need_pass``: the adjoint arena over the live slots (its
+    offsets in V's row GO, as ``arena_offsets``), seeded from F, for the reverse ``sweep``.
+    Returns it, or an empty array, nothing laid out, when some row with an operand would stay
+    unswept (the tape outlives this backward: the general path takes it from the arrays
+    ``whole_prepare`` filled)."""
+    n = I[0]
+    root = M[1]
+    live = M[2]
+    need = M[3]
     for i in range(n):
         if R[i, 1] >= 0 and need[i] == 0 and root[i] == 0:
-            return -1
-    GO = np.empty(n, np.int64)
+            return np.zeros(0)
+    size = V[0]
+    GO = V[2]
     G = np.zeros(_pack_offsets(is_array, size, live, GO))
-    for j in range(r):
-        s = I[at + 2 * j]
+    roots = WHOLE_HEAD + 3 * n + 5 * I[1]
+    for j in range(I[3]):
+        s = I[roots + 2 * j]
         if live[s]:
-            f = I[at + 2 * j + 1]
+            f = I[roots + 2 * j + 1]
             o = GO[s]
             for e in range(size[s]):
                 G[o + e] += F[f + e]
-    call_entry(sweep_fn, "sweep", (R, S, VA, GO, sv, G, IA, FA, need, 0, 0, 0, n, np.zeros(3)))
+    return G
+
+
+SIG_WHOLE_OUTPUTS = ("int64(int64[::1], int64[:, ::1], uint8[:, ::1], float64[::1], "
+                     "float64[::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def whole_outputs(I, V, M, G, out):
+    """After the reverse ``sweep`` over ``whole_arena``'s arena G: each live output's adjoint
+    copied to its place in `out` and its cell in I set to 1 (0 when not live). Returns how
+    many outputs are live."""
+    n = I[0]
+    outs = WHOLE_HEAD + 3 * n + 5 * I[1] + 2 * I[3]
+    live = M[2]
+    size = V[0]
+    GO = V[2]
     count = 0
-    for j in range(k):
+    for j in range(I[4]):
         s = I[outs + 3 * j]
         if live[s]:
             o = I[outs + 3 * j + 1]

@@ -263,29 +263,6 @@ def test_higher_order_same_bits(taken, monkeypatch):
                                                [x0], 1.0, [0])[0], rtol=1e-6)
 
 
-@pytest.mark.skipif(not hasattr(__import__("numba").njit(lambda: 0), "overloads"),
-                    reason="NUMBA_DISABLE_JIT: call_entry calls by name")
-def test_call_entry_refuses_arguments_the_compiled_body_does_not_take():
-    import numba
-    from jit._entry_call import call_entry, entry_address
-
-    R = np.zeros((2, 4), np.int64)
-    fn = entry_address("need_pass")
-
-    @numba.njit
-    def wrong(fn, R, m):
-        return call_entry(fn, "need_pass", (R, m, m, m, m))
-
-    with pytest.raises(numba.core.errors.TypingError, match="need_pass takes"):
-        wrong(fn, R, np.zeros(2))  # float64 masks: need_pass takes uint8
-
-    @numba.njit
-    def right(fn, R, m):
-        return call_entry(fn, "need_pass", (R, m, m, m, m))
-
-    assert right(fn, np.full((2, 4), -1, np.int64), np.zeros(2, np.uint8)) == 0
-
-
 def test_create_graph_then_backward_same_bits(taken, monkeypatch):
     """autograd.grad(create_graph=True) records its backward; the second backward over those
     rows goes to the general path at once (Tape.nested): the same bits either way."""

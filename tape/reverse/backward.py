@@ -171,11 +171,13 @@ def _sweeps_whole(t):
 
 
 def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
-    """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``), in one
-    jitted call (``jit.whole_backward``): the same arrays, need pass, arena and sweep as the
-    general path, so the same bits, without its Python for what such a tape cannot have
-    (escapes, hooks, links, freed rows, partial release). Returns False when this backward
-    leaves a row with an operand unswept: the general path then takes the tape (built)."""
+    """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``), in five
+    jitted calls with little Python between them: ``jit.whole_prepare``, ``jit.need_pass``,
+    ``jit.whole_arena``, ``jit.sweep``, ``jit.whole_outputs``. The same arrays, need pass,
+    arena and sweep as the general path, so the same bits, without its Python for what such a
+    tape cannot have (escapes, hooks, links, freed rows, partial release). Returns False when
+    this backward leaves a row with an operand unswept: the general path then takes the tape
+    (built)."""
     t.seal()
     outs = []  # (slot, tensor, is a leaf): the sources, whose adjoints the sweep hands on
     for slot, (leaf, _) in t.leaves.items():
@@ -196,7 +198,7 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
     for slot, x, _ in outs:
         places += (slot, at, 0)
         at += x.size
-    need_fn, sweep_fn, head = _entries()
+    head, part = _whole_constants()
     size = head + 3 * n + 5 * m + len(roots) + len(places)
     I = np.fromiter(chain((n, m, _FIELD, len(tape_seeds), len(outs)), t.rows, t.side,
                           [0 if v is None else id(v) for v in t.av], roots, places), np.int64,
@@ -205,26 +207,33 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
         F = np.fromiter(chain(t.sv, [s.item() for s in seeds]), np.float64, f)
     else:
         F = np.concatenate([np.fromiter(t.sv, np.float64, n)] + [s.reshape(-1) for s in seeds])
+    R = np.empty((n, 4), np.int64)
+    S = np.empty((m, 3), np.int64)
+    V = np.empty((3, n), np.int64)  # size, VA, GO
+    is_array = np.empty(n, bool)
+    M = np.empty((4, n), np.uint8)  # src, root, live, need
+    jit.whole_prepare(I, F, R, S, V, is_array, M)
+    src, root, live, need = M
+    jit.need_pass(R, src, root, live, need)
+    G = jit.whole_arena(I, F, R, V, is_array, M)
+    if not len(G):
+        t.build(built_arrays(t, R, S, F[:n], V[1], V[0], is_array))
+        return False  # (F, V: kept by their views)
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
     FA = np.concatenate(t.fa) if t.fa else _NO_FA
-    G = np.empty(at)
-    W = np.empty(6 * n + 3 * m, np.int64)
-    is_array = np.empty(n, bool)
-    live = jit.whole_backward(need_fn, sweep_fn, I, F, IA, FA, G, W, is_array)
-    if live < 0:
-        t.build(built_arrays(t, W[:4 * n].reshape(n, 4), W[4 * n:4 * n + 3 * m].reshape(m, 3),
-                             F[:n], W[5 * n + 3 * m:], W[4 * n + 3 * m:5 * n + 3 * m], is_array))
-        return False  # (F, W: kept by their views)
-    if live == len(outs) == 1:  # (most calls: one input, reached)
+    jit.sweep(R, S, V[1], V[2], F[:n], G, IA, FA, need, 0, 0, 0, n, part)
+    grads = np.empty(at)
+    reached = jit.whole_outputs(I, V, M, G, grads)
+    if reached == len(outs) == 1:  # (most calls: one input, reached)
         slot, x, is_leaf = outs[0]
-        results = ((x, is_leaf, G.reshape(x.shape)),)
+        results = ((x, is_leaf, grads.reshape(x.shape)),)
     else:
         done = size - len(places) + 2  # each output's "live" cell
         results = []
         for j, (slot, x, is_leaf) in enumerate(outs):
             if I[done + 3 * j]:
                 o = places[3 * j + 1]
-                results.append((x, is_leaf, G[o:o + x.size].reshape(x.shape)))
+                results.append((x, is_leaf, grads[o:o + x.size].reshape(x.shape)))
     for x, is_leaf, g in results:
         if is_leaf:
             deliver_leaf(x, g)
@@ -237,18 +246,18 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
 
 _NO_IA = np.zeros(1, np.int64)  # (read-only to the sweep: one array serves every tape)
 _NO_FA = np.zeros(1)
-_ENTRIES = [None]
+_CONSTANTS = [None]
 
 
-def _entries():
-    """The addresses of ``need_pass`` and ``sweep`` for ``jit.whole_backward``, and the
-    length of its I's header (looked up once: ``import tape`` does not load Numba)."""
-    if _ENTRIES[0] is None:
-        from jit._entry_call import entry_address
+def _whole_constants():
+    """The length of I's header of ``jit.whole_prepare`` and the `part` of a ``sweep`` on its
+    own (looked up once: ``import tape`` does not load Numba)."""
+    if _CONSTANTS[0] is None:
+        from jit._interp import WHOLE
         from jit._plan import WHOLE_HEAD
 
-        _ENTRIES[0] = (entry_address("need_pass"), entry_address("sweep"), WHOLE_HEAD)
-    return _ENTRIES[0]
+        _CONSTANTS[0] = (WHOLE_HEAD, WHOLE)
+    return _CONSTANTS[0]
 
 
 def last_readers(A, need):
