@@ -48,7 +48,8 @@ class Need(enum.IntFlag):
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
                 "reverse_run_pass", "sweep", "elementwise")
 # the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)
-PLANS = ("build_tape", "arena_offsets", "mark_swept", "unread_values")
+PLANS = ("build_tape", "arena_offsets", "whole_prepare", "whole_arena", "whole_outputs",
+         "mark_swept", "unread_values")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
 # the scipy.special rows' own kernels (escapes of the main sweeps, rendered into

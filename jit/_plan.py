@@ -6,6 +6,8 @@ step). The loops read and write only the arrays they are given.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ._cache import njit  # cache=True: tapejit's cache directory (jit/_cache.py)
 
 from ._interp import _addr, _ld_word
@@ -22,6 +24,12 @@ def build_tape(rows, side, ids, field, sv, R, S, size, is_array, VA):
     saved_tensors_hooks (its address is filled in when unpacked). Fills R (code, a, b, side row;
     a 0-d row's column 3 holds -1 - e, e the row after its run of 0-d rows), S (n, ia offset,
     fa offset), size, is_array and VA (the address of each slot's value; 0-d values in sv)."""
+    _fill_tape(rows, side, ids, field, sv, R, S, size, is_array, VA)
+
+
+@njit(nogil=True, error_model="numpy")
+def _fill_tape(rows, side, ids, field, sv, R, S, size, is_array, VA):
+    """The body of ``build_tape`` (a plain function: each cached caller compiles it in)."""
     n = R.shape[0]
     base = _addr(sv)
     for i in range(n):
@@ -58,6 +66,12 @@ SIG_ARENA_OFFSETS = "int64(boolean[::1], int64[::1], uint8[::1], int64[::1])"
 def arena_offsets(is_array, size, mask, GO):
     """Adjoint arena offsets: a 0-d slot s at GO[s] = s, the array slots in `mask` packed after
     the n 0-d cells in slot order. Returns the arena's length."""
+    return _pack_offsets(is_array, size, mask, GO)
+
+
+@njit(nogil=True, error_model="numpy")
+def _pack_offsets(is_array, size, mask, GO):
+    """The body of ``arena_offsets`` (a plain function: each cached caller compiles it in)."""
     n = GO.shape[0]
     end = n
     for s in range(n):
@@ -67,6 +81,102 @@ def arena_offsets(is_array, size, mask, GO):
         else:
             GO[s] = s
     return end
+
+
+WHOLE_HEAD = 5  # I's header: n, m, field, r roots, k outputs
+SIG_WHOLE_PREPARE = ("void(int64[::1], float64[::1], int64[:, ::1], int64[:, ::1], "
+                     "int64[:, ::1], boolean[::1], uint8[:, ::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def whole_prepare(I, F, R, S, V, is_array, M):
+    """The first of the three pieces of a tape's first backward when it sweeps every row that
+    has an operand (around the ordinary ``need_pass`` and ``sweep`` calls: ``whole_arena``,
+    ``whole_outputs``): the arrays of ``build_tape`` and the need pass's marks.
+
+    I: n, m, field, r, k, then the n rows, the m side rows and the ids as ``build_tape``
+    takes them, then r roots (slot, offset of its seed in F), then k outputs (slot, offset in
+    the output array, and a cell ``whole_outputs`` sets to 1 when the slot is live, else 0).
+    F: the n 0-d values (sv), then the seeds. The outputs are the need pass's sources (the
+    leaves a backward hands adjoints to, the inputs it returns).
+    Fills R (n x 4), S (m x 3), V's rows size and VA (V: size, VA, GO, each n long) and
+    is_array as ``build_tape`` does (sv: F[:n]), and M's rows src, root, live, need (the need
+    pass's arrays: src and root set from I, live and need zeroed)."""
+    n = I[0]
+    m = I[1]
+    at = WHOLE_HEAD
+    rows = I[at:at + 3 * n]
+    side = I[at + 3 * n:at + 3 * n + 4 * m]
+    ids = I[at + 3 * n + 4 * m:at + 3 * n + 5 * m]
+    _fill_tape(rows, side, ids, I[2], F[:n], R, S, V[0], is_array, V[1])
+    M[:, :] = 0
+    roots = at + 3 * n + 5 * m
+    for j in range(I[3]):
+        M[1, I[roots + 2 * j]] = 1
+    outs = roots + 2 * I[3]
+    for j in range(I[4]):
+        M[0, I[outs + 3 * j]] = 1
+
+
+SIG_WHOLE_ARENA = ("float64[::1](int64[::1], float64[::1], int64[:, ::1], int64[:, ::1], "
+                   "boolean[::1], uint8[:, ::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def whole_arena(I, F, R, V, is_array, M):
+    """After ``whole_prepare`` and ``need_pass``: the adjoint arena over the live slots (its
+    offsets in V's row GO, as ``arena_offsets``), seeded from F, for the reverse ``sweep``.
+    Returns it, or an empty array, nothing laid out, when some row with an operand would stay
+    unswept (the tape outlives this backward: the general path takes it from the arrays
+    ``whole_prepare`` filled)."""
+    n = I[0]
+    root = M[1]
+    live = M[2]
+    need = M[3]
+    for i in range(n):
+        if R[i, 1] >= 0 and need[i] == 0 and root[i] == 0:
+            return np.zeros(0)
+    size = V[0]
+    GO = V[2]
+    G = np.zeros(_pack_offsets(is_array, size, live, GO))
+    roots = WHOLE_HEAD + 3 * n + 5 * I[1]
+    for j in range(I[3]):
+        s = I[roots + 2 * j]
+        if live[s]:
+            f = I[roots + 2 * j + 1]
+            o = GO[s]
+            for e in range(size[s]):
+                G[o + e] += F[f + e]
+    return G
+
+
+SIG_WHOLE_OUTPUTS = ("int64(int64[::1], int64[:, ::1], uint8[:, ::1], float64[::1], "
+                     "float64[::1])")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def whole_outputs(I, V, M, G, out):
+    """After the reverse ``sweep`` over ``whole_arena``'s arena G: each live output's adjoint
+    copied to its place in `out` and its cell in I set to 1 (0 when not live). Returns how
+    many outputs are live."""
+    n = I[0]
+    outs = WHOLE_HEAD + 3 * n + 5 * I[1] + 2 * I[3]
+    live = M[2]
+    size = V[0]
+    GO = V[2]
+    count = 0
+    for j in range(I[4]):
+        s = I[outs + 3 * j]
+        if live[s]:
+            o = I[outs + 3 * j + 1]
+            g = GO[s]
+            for e in range(size[s]):
+                out[o + e] = G[g + e]
+            I[outs + 3 * j + 2] = 1
+            count += 1
+        else:
+            I[outs + 3 * j + 2] = 0
+    return count
 
 
 SIG_MARK_SWEPT = "boolean(uint8[::1], uint8[::1], int64[:, ::1])"

@@ -101,6 +101,11 @@ def build_arrays(t):
     is_array = np.empty(n, bool)
     VA = np.empty(n, np.int64)
     jit.build_tape(rows, side, ids, _FIELD, sv, R, S, size, is_array, VA)
+    return built_arrays(t, R, S, sv, VA, size, is_array, packed_slot)
+
+
+def built_arrays(t, R, S, sv, VA, size, is_array, packed_slot=_NO_SLOTS):
+    """The namespace ``build_arrays`` returns, from the arrays ``jit.build_tape`` filled."""
     IA = np.concatenate(t.ia) if t.ia else np.zeros(1, np.int64)
     FA = np.concatenate(t.fa) if t.fa else np.zeros(1, np.float64)
     return SimpleNamespace(R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=size, is_array=is_array,

@@ -73,7 +73,8 @@ def horizon_of(oldest):
 class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
                  "links", "escapes", "native", "index_cache", "consts", "hooks", "packed",
-                 "functions", "sealed", "built", "freed", "released", "thread", "__weakref__")
+                 "functions", "sealed", "built", "freed", "released", "thread", "nested",
+                 "__weakref__")
 
     def __init__(self):
         self.id = next(_ids)
@@ -104,6 +105,10 @@ class Tape:
         # the thread that made it: ids are process-wide, so "the tapes made from id n on" of one
         # thread's recording are those of ids >= n made by this thread
         self.thread = threading.get_ident()
+        # rows recorded by a transform inside another (its function's value, its backward)
+        # or read or recorded by a create_graph backward: a later backward leaves most of
+        # them unswept (backward._sweeps_whole)
+        self.nested = False
 
     @classmethod
     def from_arrays(cls, av, side_of, escapes, built, hooks=None):
@@ -216,18 +221,19 @@ class Tape:
             state.tape = None
 
     # -- arrays for the jitted passes ---------------------------------------------------------
-    def build(self):
-        """The tape as arrays (built once; the tape is read-only from here on)."""
+    def build(self, built=None):
+        """The tape as arrays (built once; the tape is read-only from here on); `built`: those
+        arrays when the caller has filled them already (``arrays.built_arrays``)."""
         if self.built is None:
             self.seal()
-            self.built = build_arrays(self)
+            self.built = build_arrays(self) if built is None else built
             self.freed = np.zeros(len(self.built.sv), np.uint8)
             self.rows = self.sv = self.side = self.ia = self.fa = None  # the arrays hold it all
         return self.built
 
     def release(self):
         """Drop the values once every row has been swept without retain_graph."""
-        self.sv = self.av = self.ia = self.fa = self.packed = None
+        self.rows = self.side = self.sv = self.av = self.ia = self.fa = self.packed = None
         self.built = None
         if self.functions:
             for node in self.functions.values():

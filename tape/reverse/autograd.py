@@ -80,7 +80,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     f"inputs[{i}] (shape {inputs[i].shape}) was not used to compute the outputs. "
                     "Pass allow_unused=True to get None for it.")
         elif not create_graph:
-            res[i] = np.reshape(g, inputs[i].shape)
+            res[i] = g.reshape(inputs[i].shape)  # (an array: the method skips np's dispatch)
     return tuple(res)
 
 

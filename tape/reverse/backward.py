@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import chain
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from jit.table import OPCODE, TABLE
 from ..parallel.gemm import cached_native_pieces, native_pieces
 from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
+from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
 from ..core.saved_value import BACKWARD_TWICE
@@ -94,7 +96,7 @@ def _run(roots, seeds, inputs, retain_graph):
 
 def _deliver_leaves(leaf_grads, want, out):
     for leaf, g in leaf_grads.values():
-        g = np.reshape(g, leaf.shape)
+        g = g.reshape(leaf.shape)  # (an array: the method skips np.reshape's dispatch)
         m = leaf._meta
         if m.hooks:
             g = run_hooks(m.hooks, g, f"a leaf tensor of shape {leaf.shape}")
@@ -113,6 +115,9 @@ def _deliver_leaves(leaf_grads, want, out):
 def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, oldest=None):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
+    if t.built is None and not retain_graph and _sweeps_whole(t):
+        if _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+            return []  # (a tape with links is never swept this way)
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
     swept = need | root
@@ -147,6 +152,112 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     if not retain_graph:
         free_rows(t, A, swept)  # (with the rows summed_operands left out: they are done too)
     return links
+
+
+def _sweeps_whole(t):
+    """Should ``_sweep_whole`` take this tape (not yet built, no retain_graph asked)? Nothing
+    for Python between its rows (no escapes, hooks, Function calls, packed values), every leaf
+    at the version it was recorded at, CPython (``jit.build_tape``'s data pointers), and no
+    sign of a nested transform (links to older tapes, rows it or a create_graph backward
+    recorded: ``Tape.nested``): an outer backward leaves most rows of those unswept, and
+    ``_sweep_whole`` would hand the tape to the general path after a need pass for nothing."""
+    if (t.escapes or t.hooks or t.functions or t.packed or t.links or t.nested
+            or _FIELD is None):
+        return False
+    for leaf, version in t.leaves.values():
+        if leaf._meta is not None and leaf._meta.version != version:
+            return False  # (the general path names the op that reads it, or lets it be)
+    return True
+
+
+def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+    """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``), in five
+    jitted calls with little Python between them: ``jit.whole_prepare``, ``jit.need_pass``,
+    ``jit.whole_arena``, ``jit.sweep``, ``jit.whole_outputs``. The same arrays, need pass,
+    arena and sweep as the general path, so the same bits, without its Python for what such a
+    tape cannot have (escapes, hooks, links, freed rows, partial release). Returns False when
+    this backward leaves a row with an operand unswept: the general path then takes the tape
+    (built)."""
+    t.seal()
+    outs = []  # (slot, tensor, is a leaf): the sources, whose adjoints the sweep hands on
+    for slot, (leaf, _) in t.leaves.items():
+        if want is None or id(leaf) in want:
+            outs.append((slot, leaf, True))
+    if want is not None:
+        for x in inputs if len(inputs) == 1 else {id(x): x for x in inputs}.values():
+            if x._tape is t and x._meta is None:
+                outs.append((x._slot, x, False))
+    n = len(t.sv)
+    m = len(t.av)
+    roots, seeds, f = [], [], n
+    for slot, s in tape_seeds:
+        roots += (slot, f)
+        seeds.append(s)
+        f += s.size
+    places, at = [], 0
+    for slot, x, _ in outs:
+        places += (slot, at, 0)
+        at += x.size
+    head, part = _whole_constants()
+    size = head + 3 * n + 5 * m + len(roots) + len(places)
+    I = np.fromiter(chain((n, m, _FIELD, len(tape_seeds), len(outs)), t.rows, t.side,
+                          [0 if v is None else id(v) for v in t.av], roots, places), np.int64,
+                    size)
+    if f == n + len(seeds):  # one value per seed
+        F = np.fromiter(chain(t.sv, [s.item() for s in seeds]), np.float64, f)
+    else:
+        F = np.concatenate([np.fromiter(t.sv, np.float64, n)] + [s.reshape(-1) for s in seeds])
+    R = np.empty((n, 4), np.int64)
+    S = np.empty((m, 3), np.int64)
+    V = np.empty((3, n), np.int64)  # size, VA, GO
+    is_array = np.empty(n, bool)
+    M = np.empty((4, n), np.uint8)  # src, root, live, need
+    jit.whole_prepare(I, F, R, S, V, is_array, M)
+    need = M[3]
+    jit.need_pass(R, M[0], M[1], M[2], need)  # (indexing: unpacking M costs twice as much)
+    G = jit.whole_arena(I, F, R, V, is_array, M)
+    if not len(G):
+        t.build(built_arrays(t, R, S, F[:n], V[1], V[0], is_array))
+        return False  # (F, V: kept by their views)
+    IA = np.concatenate(t.ia) if t.ia else _NO_IA
+    FA = np.concatenate(t.fa) if t.fa else _NO_FA
+    jit.sweep(R, S, V[1], V[2], F[:n], G, IA, FA, need, 0, 0, 0, n, part)
+    grads = np.empty(at)
+    reached = jit.whole_outputs(I, V, M, G, grads)
+    if reached == len(outs) == 1:  # (most calls: one input, reached)
+        slot, x, is_leaf = outs[0]
+        results = ((x, is_leaf, grads.reshape(x.shape)),)
+    else:
+        done = size - len(places) + 2  # each output's "live" cell
+        results = []
+        for j, (slot, x, is_leaf) in enumerate(outs):
+            if I[done + 3 * j]:
+                o = places[3 * j + 1]
+                results.append((x, is_leaf, grads[o:o + x.size].reshape(x.shape)))
+    for x, is_leaf, g in results:
+        if is_leaf:
+            deliver_leaf(x, g)
+        else:
+            for i in want[id(x)]:
+                out[i] = g if out[i] is None else out[i] + g
+    t.release()
+    return True
+
+
+_NO_IA = np.zeros(1, np.int64)  # (read-only to the sweep: one array serves every tape)
+_NO_FA = np.zeros(1)
+_CONSTANTS = [None]
+
+
+def _whole_constants():
+    """The length of I's header of ``jit.whole_prepare`` and the `part` of a ``sweep`` on its
+    own (looked up once: ``import tape`` does not load Numba)."""
+    if _CONSTANTS[0] is None:
+        from jit._interp import WHOLE
+        from jit._plan import WHOLE_HEAD
+
+        _CONSTANTS[0] = (WHOLE_HEAD, WHOLE)
+    return _CONSTANTS[0]
 
 
 def last_readers(A, need):
@@ -358,8 +469,18 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
     (``tape.horizon``; None: every link) are sources conservatively (the older tape decides
     exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
     Returns (root, live, need)."""
-    n = len(A.R)
-    src, root, live, need = np.zeros((4, n), np.uint8)
+    src, root, live, need = need_marks(t, root_slots, want, inputs, oldest)
+    jit.need_pass(A.R, src, root, live, need)
+    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
+        raise RuntimeError(BACKWARD_TWICE)
+    _check_versions(t, A, live, need)
+    return root, live, need
+
+
+def need_marks(t, root_slots, want, inputs, oldest):
+    """The need pass's arrays for a backward of tape t (``plan_need``): src and root set,
+    live and need zeroed."""
+    src, root, live, need = np.zeros((4, len(t)), np.uint8)
     for slot, (leaf, _) in t.leaves.items():
         if want is None or id(leaf) in want:
             src[slot] = 1
@@ -372,11 +493,7 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
                 src[x._slot] = 1
     for slot in root_slots:
         root[slot] = 1
-    jit.need_pass(A.R, src, root, live, need)
-    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
-        raise RuntimeError(BACKWARD_TWICE)
-    _check_versions(t, A, live, need)
-    return root, live, need
+    return src, root, live, need
 
 
 def adjoint_takers(A, need):

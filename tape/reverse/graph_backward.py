@@ -17,7 +17,7 @@ from jit.table import OPCODE, OP_MASK
 
 from .backward import BACKWARD_TWICE, plan_need
 from ..core.tensor import plain
-from ..core.state import enable_grad
+from ..core.state import enable_grad, state
 from ..core.tape import horizon
 from ..forward.tangent_rules import TapeReader
 from ..core.tensor import Tensor
@@ -93,6 +93,8 @@ def run_graph(roots, seeds, inputs=None):
             else:
                 for i in want[id(leaf)]:
                     out[i] = g if out[i] is None else out[i] + g
+    if state.tape is not None:  # (it holds the recorded backward: see Tape.nested)
+        state.tape.nested = True
     return out
 
 
@@ -103,6 +105,7 @@ def _shape(g):
 def _sweep(t, adj, want, inputs, out, leaf_grads, oldest=None):
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
+    t.nested = True  # (a later backward through the recorded rules sweeps part of it)
     R = _rows(t)
     _, live, need = plan_need(t, SimpleNamespace(R=R, code=R[:, 0] & OP_MASK), list(adj), want,
                               inputs, oldest)

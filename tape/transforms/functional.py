@@ -7,7 +7,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..reverse import autograd
+from ..reverse import autograd, backward as _backward
 from ..core.record import unary
 from ..core.state import state
 from ..core.tape import newest_tape_id
@@ -40,6 +40,8 @@ class _FreshTape:
             return False
         t = state.tape
         state.tape, state.grad = self.prev
+        if t is not None and (state.transforms or state.levels):
+            t.nested = True
         if t is not None and not t.sealed and exc_type is None and t.id == newest_tape_id() \
                 and (state.transforms or state.levels):
             # nested: the caller goes on recording on the call's tape, the newest, so its links
@@ -96,6 +98,10 @@ def _out_value(out):
     return out.item() if out.ndim == 0 else np.array(out.numpy())
 
 
+_ONE = np.ones(())  # the seed of a one-element output (read-only: every call shares it)
+_ONE.flags.writeable = False
+
+
 def _grad_value(g, x):
     return np.float64(g) if x.ndim == 0 else g
 
@@ -107,9 +113,13 @@ def value_and_grad(f, argnums=0, has_aux=False):
     (5.0, array([0., 2., 4.]))
     """
 
+    nums_of = {}  # number of positional arguments -> the argument numbers (checked once)
+
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        nums = _argnums(argnums, len(args))
+        nums = nums_of.get(len(args))
+        if nums is None:
+            nums = nums_of[len(args)] = _argnums(argnums, len(args))
         if _nested(args[i] for i in nums):
             return _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs)
         args = list(args)
@@ -123,13 +133,19 @@ def value_and_grad(f, argnums=0, has_aux=False):
         if out.size != 1:
             raise TypeError(f"grad requires a scalar output; f returned shape {out.shape} "
                             "(use tape.vjp for non-scalar outputs)")
-        if out.requires_grad:
-            gs = autograd.grad([out], xs, allow_unused=True)
+        if out._rg:
+            # (autograd.grad's checks hold by construction: xs are this call's own leaves, the
+            # output one element; its results come back in the inputs' shapes)
+            gs = _backward.run([out], [_ONE.reshape(out.shape)], xs)
         else:
             gs = [None] * len(xs)
-        gs = tuple(_grad_value(np.zeros(x.shape) if g is None else g, x) for g, x in zip(gs, xs))
+        if isinstance(argnums, int):
+            g, x = gs[0], xs[0]
+            grads = _grad_value(np.zeros(x.shape) if g is None else g, x)
+        else:
+            grads = tuple(_grad_value(np.zeros(x.shape) if g is None else g, x)
+                          for g, x in zip(gs, xs))
         value = out.item()
-        grads = gs[0] if isinstance(argnums, int) else gs
         return ((value, aux) if has_aux else value), grads
 
     return wrapper
@@ -139,8 +155,12 @@ def _nested(args=()):
     """Is this transform running inside an enclosing one (or a dual level), which may
     differentiate its result again? Its arguments, or what the function closes over, may be
     tensors of the enclosing transform: the result must keep their history."""
-    return state.transforms > 0 or bool(state.levels) or any(
-        type(a) is Tensor and a._rg and a._meta is None for a in args)
+    if state.transforms > 0 or state.levels:
+        return True
+    for a in args:
+        if type(a) is Tensor and a._rg and a._meta is None:
+            return True
+    return False
 
 
 def _fresh_input(a, i):
