@@ -119,13 +119,14 @@ def whole_prepare(I, F, R, S, V, is_array, M):
 
 
 SIG_WHOLE_ARENA = ("float64[::1](int64[::1], float64[::1], int64[:, ::1], int64[:, ::1], "
-                   "boolean[::1], uint8[:, ::1])")
+                   "boolean[::1], uint8[:, ::1], float64[::1])")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def whole_arena(I, F, R, V, is_array, M):
+def whole_arena(I, F, R, V, is_array, M, spare):
     """After ``whole_prepare`` and ``need_pass``: the adjoint arena over the live slots (its
-    offsets in V's row GO, as ``arena_offsets``), seeded from F, for the reverse ``sweep``.
+    offsets in V's row GO, as ``arena_offsets``), seeded from F, for the reverse ``sweep``:
+    the start of `spare` when it is long enough (memory already mapped), else new.
     Returns it, or an empty array, nothing laid out, when some row with an operand would stay
     unswept (the tape outlives this backward: the general path takes it from the arrays
     ``whole_prepare`` filled)."""
@@ -138,7 +139,12 @@ def whole_arena(I, F, R, V, is_array, M):
             return np.zeros(0)
     size = V[0]
     GO = V[2]
-    G = np.zeros(_pack_offsets(is_array, size, live, GO))
+    end = _pack_offsets(is_array, size, live, GO)
+    if end <= spare.size:
+        G = spare[:end]
+        G[:] = 0.0
+    else:
+        G = np.zeros(end)
     roots = WHOLE_HEAD + 3 * n + 5 * I[1]
     for j in range(I[3]):
         s = I[roots + 2 * j]

@@ -21,6 +21,7 @@ from jit.table import OPCODE, TABLE
 from ..parallel.gemm import cached_native_pieces, native_pieces
 from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
+from . import arena_pool
 from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
@@ -151,6 +152,7 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
              for slot, x in t.links.items() if live[slot]]
     if not retain_graph:
         free_rows(t, A, swept)  # (with the rows summed_operands left out: they are done too)
+    arena_pool.recycle(G)
     return links
 
 
@@ -215,8 +217,10 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
     jit.whole_prepare(I, F, R, S, V, is_array, M)
     need = M[3]
     jit.need_pass(R, M[0], M[1], M[2], need)  # (indexing: unpacking M costs twice as much)
-    G = jit.whole_arena(I, F, R, V, is_array, M)
+    spare = arena_pool.spare()
+    G = jit.whole_arena(I, F, R, V, is_array, M, spare)
     if not len(G):
+        arena_pool.keep(spare, G)
         t.build(built_arrays(t, R, S, F[:n], V[1], V[0], is_array))
         return False  # (F, V: kept by their views)
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
@@ -224,6 +228,7 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
     jit.sweep(R, S, V[1], V[2], F[:n], G, IA, FA, need, 0, 0, 0, n, part)
     grads = np.empty(at)
     reached = jit.whole_outputs(I, V, M, G, grads)
+    arena_pool.keep(spare, G)
     if reached == len(outs) == 1:  # (most calls: one input, reached)
         slot, x, is_leaf = outs[0]
         results = ((x, is_leaf, grads.reshape(x.shape)),)
@@ -338,7 +343,7 @@ def arena(A, mask, extra=0):
     array slots packed after them, then `extra` more cells."""
     GO = np.empty(len(A.sv), np.int64)
     end = jit.arena_offsets(A.is_array, A.size, _bytes(mask), GO)
-    return GO, np.zeros(end + extra)
+    return GO, arena_pool.zeroed(end + extra)
 
 
 def _bytes(mask):
