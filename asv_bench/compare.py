@@ -77,14 +77,20 @@ def local_samples(names, repeats):
 def peer_samples(peer, python, names, repeats):
     """(version, {workload: [seconds]}) from compare_peer.py run under `python`."""
     script = os.path.join(HERE, "compare_peer.py")
-    env = dict(os.environ, OMP_NUM_THREADS="1",  # one thread for PyTorch and for XLA's CPU client
-               XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
     r = subprocess.run([python, script, peer, "--json", "--repeats", str(repeats), *names],
-                       capture_output=True, text=True, env=env)
+                       capture_output=True, text=True, env=env, preexec_fn=_one_cpu)
     if r.returncode:
         raise SystemExit(f"compare_peer.py {peer} under {python} failed:\n{r.stderr}")
     data = json.loads(r.stdout.strip().splitlines()[-1])
     return data["version"], data["samples"]
+
+
+def _one_cpu():
+    """Pin the peer's process to one CPU: XLA's CPU client sizes its thread pool by the CPUs it
+    may run on (its XLA_FLAGS for threads change nothing in jax 0.10), PyTorch is told too."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
 def machine():
