@@ -211,6 +211,36 @@ def test_array_with_array_constant_gradients():
     np.testing.assert_allclose(cf.grad(p), g, rtol=1e-13, atol=1e-13)
 
 
+OPERATORS = [("__add__", "add", False), ("__radd__", "add", True), ("__sub__", "subtract", False),
+             ("__rsub__", "subtract", True), ("__mul__", "multiply", False),
+             ("__rmul__", "multiply", True), ("__truediv__", "divide", False),
+             ("__rtruediv__", "divide", True), ("__pow__", "power", False),
+             ("__rpow__", "power", True)]
+
+
+@pytest.mark.parametrize("dunder,name,reflected", OPERATORS)
+@pytest.mark.parametrize("ashape,bshape", [((2, 3), (2, 3)), ((16, 16, 3), (16, 1, 3)),
+                                           ((3,), (2, 1)), ((1,), (3,)), ((0, 2), (2,))])
+@pytest.mark.parametrize("grad", [(True, True), (True, False), (False, True)])
+def test_operators_record_the_general_row(dunder, name, reflected, ashape, bshape, grad):
+    """Python's operators take binary's direct paths themselves (two array tensors, an array
+    tensor and a Python float or int): the general rows, the reflected operand order kept."""
+    code = OPCODE[name]
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(0.5, 2.0, ashape), rng.uniform(0.5, 2.0, bshape)
+
+    def by_operator(x, y):
+        op = getattr(tape.Tensor, dunder)
+        return op(op(op(x, y), 2.5), 3)
+
+    def by_general(x, y):
+        def g(u, v):
+            return R._binary(code, v, u) if reflected else R._binary(code, u, v)
+        return g(g(g(x, y), 2.5), 3.0)
+
+    _same(_record(by_operator, a, b, grad=grad), _record(by_general, a, b, grad=grad))
+
+
 # ---------------------------------------------------------------------------------------------
 # Indexing
 
