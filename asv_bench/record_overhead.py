@@ -26,6 +26,9 @@ m2 = rng.normal(size=(64, 64))
 bc_a = rng.normal(size=(16, 16, 3))
 bc_b = rng.normal(size=(16, 1, 3))
 MASK16 = a16 > 0
+pos16 = rng.normal(size=(16, 3))  # W5's (nbody) operands: 16 bodies in 3-D
+mass16 = rng.uniform(0.5, 2.0, 16)
+r16 = rng.uniform(0.5, 2.0, (16, 16))
 
 
 def chain(op):
@@ -67,6 +70,10 @@ CASES = {
     "add16t": (on_tape(lambda x, y: x + y), (a16, b16)),
     "where16t": (on_tape(lambda x, y: np.where(MASK16, x, y)), (a16, b16)),
     "matmul16t": (on_tape(lambda x, y: x @ y), (m[:16, :16].copy(), m2[:16, :16].copy())),
+    "w5none": (on_tape(lambda x: x[:, None, :]), (pos16,)),
+    "w5bsub": (on_tape(lambda x: x[None, :, :] - x[:, None, :]), (pos16,)),
+    "w5sumax2": (on_tape(lambda x: np.sum(x, axis=2)), (bc_a,)),
+    "w5cdiv": (on_tape(lambda x: mass16[None, :] / x), (r16,)),
 }
 
 

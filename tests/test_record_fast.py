@@ -141,6 +141,106 @@ def test_array_with_float_flags_and_shared_constant():
     np.testing.assert_array_equal(y._v, np.arange(4.0) * 3.0 - 3.0)
 
 
+ARRAY_CONSTANTS = BROADCASTS + [((2, 3), (2, 3)), ((1, 16), (16, 16)), ((3,), (1, 1))]
+
+
+@pytest.mark.parametrize("ashape,bshape", ARRAY_CONSTANTS)
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("grad", [True, False])
+def test_array_with_array_constant_records_the_general_row(ashape, bshape, name, grad):
+    """A tensor and a float64 NumPy array (W5's ``masses[None, :] / r``), either order, the
+    shapes' flags first recorded by this path, then by a tensor-tensor broadcast of the same
+    shapes (they share the tape's cache entry), and the other way round."""
+    code = OPCODE[name]
+    rng = np.random.default_rng(9)
+    a, c = rng.uniform(0.5, 2.0, ashape), rng.uniform(0.5, 2.0, bshape)
+
+    def via(f):
+        def run(x, y, x2, x3):
+            z1 = f(code, x, c)  # constant second, then first
+            z2 = f(code, c, x)
+            z3 = f(code, x, y)  # tensor-tensor, same shapes: the cached flags
+            # leaves not yet on the tape, with cached flags: imported in the general order
+            return z1, z2, z3, f(code, x2, c), f(code, c, x3), f(code, y, x), f(code, y, a), \
+                f(code, a, y)
+        return run
+
+    def total(g):  # every result has the broadcast shape: one tensor to compare
+        def run(*xs):
+            zs = g(*xs)
+            out = zs[0]
+            for z in zs[1:]:
+                out = R._binary(OPCODE["add"], out, z)
+            return out
+        return run
+
+    for gc in (True, False):
+        flags = (grad, gc, grad, grad)
+        _same(_record(total(via(R.binary)), a, c, a + 1.0, a + 2.0, grad=flags),
+              _record(total(via(R._binary)), a, c, a + 1.0, a + 2.0, grad=flags))
+
+
+def test_array_with_array_constant_is_copied_and_names_shapes():
+    x = tape.tensor(np.ones((2, 3)), requires_grad=True)
+    c = np.arange(3.0)
+    y = x * c
+    c[:] = 7.0  # the constant was copied into the tape: the gradient reads the old values
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, np.broadcast_to(np.arange(3.0), (2, 3)))
+    with pytest.raises(ValueError, match=r"add: .* \(operand shapes \(2, 3\) and \(4,\)\)"):
+        x + np.ones(4)
+    with pytest.raises(ValueError, match=r"add: .* \(operand shapes \(4,\) and \(2, 3\)\)"):
+        np.ones(4) + x
+
+
+def test_array_with_array_constant_gradients():
+    """W5's mix: a NumPy constant broadcast against a tensor, both orders, against finite
+    differences (eager) and the compiled replay."""
+    rng = np.random.default_rng(4)
+    m = rng.uniform(0.5, 2.0, 5)
+
+    def f(p):
+        r = np.sum((p[None, :, :] - p[:, None, :]) ** 2, axis=2) + 0.1
+        w = m[None, :] / r + r * m[:, None] - m[None, :] ** 0.5
+        return np.sum(np.sum(w[:, :, None] * p[None, :, :], axis=1) ** 2)
+
+    p = rng.normal(size=(5, 3))
+    check_vjp(f, (p,))
+    g = tape.grad(f)(p)
+    cf = tape.compile(f, p)
+    np.testing.assert_allclose(cf.grad(p), g, rtol=1e-13, atol=1e-13)
+
+
+OPERATORS = [("__add__", "add", False), ("__radd__", "add", True), ("__sub__", "subtract", False),
+             ("__rsub__", "subtract", True), ("__mul__", "multiply", False),
+             ("__rmul__", "multiply", True), ("__truediv__", "divide", False),
+             ("__rtruediv__", "divide", True), ("__pow__", "power", False),
+             ("__rpow__", "power", True)]
+
+
+@pytest.mark.parametrize("dunder,name,reflected", OPERATORS)
+@pytest.mark.parametrize("ashape,bshape", [((2, 3), (2, 3)), ((16, 16, 3), (16, 1, 3)),
+                                           ((3,), (2, 1)), ((1,), (3,)), ((0, 2), (2,))])
+@pytest.mark.parametrize("grad", [(True, True), (True, False), (False, True)])
+def test_operators_record_the_general_row(dunder, name, reflected, ashape, bshape, grad):
+    """Python's operators take binary's direct paths themselves (two array tensors, an array
+    tensor and a Python float or int): the general rows, the reflected operand order kept."""
+    code = OPCODE[name]
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(0.5, 2.0, ashape), rng.uniform(0.5, 2.0, bshape)
+
+    def by_operator(x, y):
+        op = getattr(tape.Tensor, dunder)
+        return op(op(op(x, y), 2.5), 3)
+
+    def by_general(x, y):
+        def g(u, v):
+            return R._binary(code, v, u) if reflected else R._binary(code, u, v)
+        return g(g(g(x, y), 2.5), 3.0)
+
+    _same(_record(by_operator, a, b, grad=grad), _record(by_general, a, b, grad=grad))
+
+
 # ---------------------------------------------------------------------------------------------
 # Indexing
 
@@ -163,7 +263,9 @@ BASIC_KEYS = [
     ((4, 5), (slice(None, None, 2), slice(1, None))), ((4, 5), 1), ((4, 5), (1, 2)),
     ((4, 5), (Ellipsis, 0)), ((4, 5), (slice(None), None, slice(None, None, -1))),
     ((4, 5), (-1, Ellipsis)), ((2, 3, 4), (1, slice(None), 2)), ((2, 3, 4), (Ellipsis, None)),
-    ((4, 5), slice(None)), ((4, 5), (slice(1, 3), slice(None)))]
+    ((4, 5), slice(None)), ((4, 5), (slice(1, 3), slice(None))),
+    ((5, 3), (None, slice(None), slice(None))), ((5, 3), (slice(None), None, slice(None))),
+    ((4, 4), (slice(None), slice(None), None)), ((0, 3), (None, slice(None))), ((1,), None)]
 
 
 @pytest.mark.parametrize("shape,key", BASIC_KEYS)

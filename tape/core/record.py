@@ -16,6 +16,7 @@ from jit.families import layouts
 from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE, STRIDED, TABLE
 
 from .arrays import _FIELD
+from .broadcast_plans import broadcast_map, strided_broadcast
 from .conversions import conversion_error
 from .scalar_rules import SCALAR
 from .state import state
@@ -172,10 +173,16 @@ def binary(code, a, b):
                     return _broadcast(code, a, b, av, bv)
             elif type(b) is float and av.size != 1:
                 return _with_float(code, a, b, av, False)
+            elif type(b) is np.ndarray and b.dtype is F64 and b.ndim:
+                return _with_array(code, a, b, av, b)
     elif type(a) is float and type(b) is Tensor:
         bv = b._v
         if type(bv) is np.ndarray and bv.ndim and bv.size != 1:
             return _with_float(code, b, a, bv, True)
+    elif type(a) is np.ndarray and type(b) is Tensor and a.dtype is F64 and a.ndim:
+        bv = b._v
+        if type(bv) is np.ndarray and bv.ndim:
+            return _with_array(code, a, b, a, bv)
     return _binary(code, a, b)
 
 
@@ -273,6 +280,38 @@ def _binary(code, a, b):
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 
+def _with_array(code, a, b, av, bv):
+    """``binary`` of an array tensor and a float64 NumPy array constant (one of a, b; neither
+    0-d), either order: ``_binary``'s row, its flags and ints kept per pair of shapes as
+    ``_broadcast`` keeps them (they depend on the shapes only, not on which operand is a
+    constant)."""
+    p = TABLE[code]
+    try:
+        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv)
+    except ValueError as e:
+        raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
+    if y.dtype is not F64 or not y.flags.c_contiguous:
+        y = check_dtype(y, p.name)
+    x = a if type(a) is Tensor else b
+    if not (x._rg and state.grad):
+        return plain(y)
+    t = state.tape
+    if t is None or t.sealed:
+        t = current_tape()
+    n = y.size
+    key = ("binary", av.shape, bv.shape)
+    hit = t.index_cache.get(key)
+    if hit is None:
+        ra, rb = x is a, x is b
+        sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, y.shape, n)
+        t.index_cache[key] = (flags, iat)
+    else:
+        flags, iat = hit
+        sa = slot_in(t, a)  # (in _operands' order: a's slot, then b's)
+        sb = slot_in(t, b)
+    return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
+
+
 def _operands(t, a, b, av, bv, ra, rb, shape, n):
     """Slots of a binary row's operands (imported in that order), its flags and its IA offset
     (0, or the broadcast's maps or strides), for a result of `shape` and n elements."""
@@ -327,44 +366,6 @@ def _broadcast(code, a, b, av, bv):
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 
-def _strides(xshape, shape, one):
-    """Element strides of an operand of `xshape` (None: of `shape`) read broadcast to `shape`."""
-    if one:
-        return [0] * len(shape)
-    xshape = shape if xshape is None else (1,) * (len(shape) - len(xshape)) + tuple(xshape)
-    out, step = [], 1
-    for d, xd in zip(reversed(shape), reversed(xshape)):
-        out.append(step if xd == d and d != 1 else 0)
-        step *= xd
-    return out[::-1]
-
-
-def strided_broadcast(shape, ashape, fa, bshape, fb):
-    """The row's broadcast as nested loops, when it collapses to at most three dimensions:
-    ``(n0, n1, n2, a0, a1, a2, b0, b1, b2)``, element j = (i0 * n1 + i1) * n2 + i2 reading
-    operand a at i0 * a0 + i1 * a1 + i2 * a2 (and b likewise); else ``()``. The sweeps loop over
-    these in place of the index maps (W2's (25, 1000, 10) subtract: 557 -> ~100 us), which stay
-    for the tangent kernels and the select rows."""
-    n = math.prod(shape)
-    if n == 0:
-        return ()
-    dims = [[d, sa, sb] for d, sa, sb in zip(shape, _strides(ashape, shape, fa),
-                                             _strides(bshape, shape, fb)) if d != 1]
-    merged = []
-    for d, sa, sb in reversed(dims):  # innermost first
-        if merged and sa == merged[-1][1] * merged[-1][0] and sb == merged[-1][2] * merged[-1][0]:
-            merged[-1] = [merged[-1][0] * d, merged[-1][1], merged[-1][2]]
-        else:
-            merged.append([d, sa, sb])
-    if len(merged) > 3:
-        return ()
-    merged += [[1, 0, 0]] * (3 - len(merged))
-    n0, n1, n2 = (m[0] for m in reversed(merged))
-    a = tuple(m[1] for m in reversed(merged))
-    b = tuple(m[2] for m in reversed(merged))
-    return (n0, n1, n2) + a + b
-
-
 def _operand(t, x, shape, n):
     """Slot of an elementwise operand, whether it has one element (read for all), and the IA
     offset of the index map that broadcasts it to `shape` (-1: none needed)."""
@@ -397,23 +398,6 @@ def _map_offset(t, xshape, shape):
     if off is None:
         off = t.index_cache[key] = t.add_ints(broadcast_map(xshape, shape))
     return off
-
-
-_BROADCAST_MAPS = {}  # (from shape, to shape) -> read-only flat index map, shared by all tapes
-
-
-def broadcast_map(xshape, shape):
-    """Flat positions in an array of `xshape` read by each element of its broadcast to `shape`."""
-    key = (xshape, shape)
-    m = _BROADCAST_MAPS.get(key)
-    if m is None:
-        if len(_BROADCAST_MAPS) > 1024:
-            _BROADCAST_MAPS.clear()
-        ids = np.arange(math.prod(xshape), dtype=np.int64).reshape(xshape)
-        m = np.ascontiguousarray(np.broadcast_to(ids, shape)).reshape(-1)
-        m.flags.writeable = False
-        _BROADCAST_MAPS[key] = m
-    return m
 
 
 def broadcast_slot(t, x, shape):
@@ -541,15 +525,19 @@ def getitem(x, key):
             and v.ndim:
         return _integer_gather(x, v, key)
     hk = _hashable(key)  # (a basic key holds nothing plain_key changes)
-    if hk is not None and type(v) is np.ndarray and x._rg and state.grad:
-        t = state.tape
-        if t is not None and not t.sealed:
-            off = t.index_cache.get(("gather", v.shape, hk))
-            if off is not None:  # this slice of this shape is on the tape: its ints are there
-                y = v[key]
-                y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
-                return result(y, t, t.row(GATHER, x._slot if x._tape is t else
-                                          import_slot(t, x), -1, y, _size(y), off))
+    if hk is not None and type(v) is np.ndarray:
+        hit = _BASIC_MAPS.get((v.shape, hk))
+        if hit is not None and hit[1]:  # a key seen before that only reshapes (x[None, :])
+            return reshape(x, hit[0].shape)
+        if x._rg and state.grad:
+            t = state.tape
+            if t is not None and not t.sealed:
+                off = t.index_cache.get(("gather", v.shape, hk))
+                if off is not None:  # this slice of this shape is on the tape: its ints are there
+                    y = v[key]
+                    y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
+                    return result(y, t, t.row(GATHER, x._slot if x._tape is t else
+                                              import_slot(t, x), -1, y, _size(y), off))
     if hk is None:
         key = plain_key(key)
         if type(key) is np.ndarray and key.dtype.kind in "iu" and key.ndim \

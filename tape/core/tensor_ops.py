@@ -41,23 +41,31 @@ def _binop(name, reflected=False):
     """
     code = OPCODE[name]
     f = _record.SCALAR[code]
+    same_shape, broadcast, with_float = _record._same_shape, _record._broadcast, \
+        _record._with_float
 
     def op(self, other):
         to = type(other)
+        sv = self._v
         if to is Tensor:
             ov = other._v
+            if type(sv) is np.ndarray and type(ov) is np.ndarray and sv.ndim and ov.ndim:
+                # two array tensors: binary's first cases, called without its frame
+                if reflected:
+                    return same_shape(code, other, self, ov, sv) if ov.shape == sv.shape \
+                        else broadcast(code, other, self, ov, sv)
+                return same_shape(code, self, other, sv, ov) if ov.shape == sv.shape \
+                    else broadcast(code, self, other, sv, ov)
             ro = other._rg
-        elif to is float:
-            ov = other
-            ro = False
-        elif to is int:
-            ov = other = float(other)
+        elif to is float or to is int:
+            ov = other = float(other) if to is int else other
+            if type(sv) is np.ndarray and sv.ndim and sv.size != 1:
+                return with_float(code, self, ov, sv, reflected)  # (binary's case, direct)
             ro = False
         elif is_operand(other):
             return binary(code, other, self) if reflected else binary(code, self, other)
         else:
             return NotImplemented
-        sv = self._v
         if type(sv) is not float or type(ov) is not float:
             return binary(code, other, self) if reflected else binary(code, self, other)
         y = f(ov, sv) if reflected else f(sv, ov)
