@@ -117,7 +117,14 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     if t.built is None and not retain_graph and _sweeps_whole(t):
-        if _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+        results = _sweep_whole(t, tape_seeds, want, inputs)
+        if results is not None:
+            for x, is_leaf, g in results:
+                if is_leaf:
+                    deliver_leaf(x, g)
+                else:
+                    for i in want[id(x)]:
+                        out[i] = g if out[i] is None else out[i] + g
             return []  # (a tape with links is never swept this way)
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
@@ -172,14 +179,29 @@ def _sweeps_whole(t):
     return True
 
 
-def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+def grad_of_one(out, seed, x):
+    """``run([out], [seed], [x])[0]``, `x` a leaf no hook is registered on, the way
+    ``tape.grad`` calls it: when `out`'s tape is one the lean path sweeps (``_sweeps_whole``:
+    no links, so no other tape; no hooks, so no multi-grad hook can fire), without the general
+    driver's heap, dicts and hook scope. Returns x's gradient, or None when no path reaches x."""
+    t = out._tape
+    if (out._meta is None and out._rg and not t.released and t.built is None
+            and not x._meta.hooks and _sweeps_whole(t)):
+        results = _sweep_whole(t, ((out._slot, seed),), {id(x): None}, (x,))
+        if results is not None:
+            return results[0][2] if results else None
+    return run([out], [seed], [x])[0]
+
+
+def _sweep_whole(t, tape_seeds, want, inputs):
     """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``), in five
     jitted calls with little Python between them: ``jit.whole_prepare``, ``jit.need_pass``,
     ``jit.whole_arena``, ``jit.sweep``, ``jit.whole_outputs``. The same arrays, need pass,
     arena and sweep as the general path, so the same bits, without its Python for what such a
     tape cannot have (escapes, hooks, links, freed rows, partial release). Returns False when
     this backward leaves a row with an operand unswept: the general path then takes the tape
-    (built)."""
+    (built) and this returns None; else [(source, is a leaf, its adjoint), ...] for the sources
+    a path reaches, the tape released."""
     t.seal()
     outs = []  # (slot, tensor, is a leaf): the sources, whose adjoints the sweep hands on
     for slot, (leaf, _) in t.leaves.items():
@@ -222,7 +244,7 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
     if not len(G):
         arena_pool.keep(spare, G)
         t.build(built_arrays(t, R, S, F[:n], V[1], V[0], is_array))
-        return False  # (F, V: kept by their views)
+        return None  # (F, V: kept by their views)
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
     FA = np.concatenate(t.fa) if t.fa else _NO_FA
     jit.sweep(R, S, V[1], V[2], F[:n], G, IA, FA, need, 0, 0, 0, n, part)
@@ -239,14 +261,8 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
             if I[done + 3 * j]:
                 o = places[3 * j + 1]
                 results.append((x, is_leaf, grads[o:o + x.size].reshape(x.shape)))
-    for x, is_leaf, g in results:
-        if is_leaf:
-            deliver_leaf(x, g)
-        else:
-            for i in want[id(x)]:
-                out[i] = g if out[i] is None else out[i] + g
     t.release()
-    return True
+    return results
 
 
 _NO_IA = np.zeros(1, np.int64)  # (read-only to the sweep: one array serves every tape)

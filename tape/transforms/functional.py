@@ -122,23 +122,29 @@ def value_and_grad(f, argnums=0, has_aux=False):
             nums = nums_of[len(args)] = _argnums(argnums, len(args))
         if _nested(args[i] for i in nums):
             return _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs)
-        args = list(args)
-        xs = []
-        for i in nums:
-            args[i] = _as_leaf(args[i], i)
-            xs.append(args[i])
+        if nums == (0,) and len(args) == 1:  # (most calls: no tuple to list and back)
+            xs = [_as_leaf(args[0], 0)]
+            args = xs
+        else:
+            args = list(args)
+            xs = []
+            for i in nums:
+                args[i] = _as_leaf(args[i], i)
+                xs.append(args[i])
         with _FreshTape():
             out = f(*args, **kwargs)
         out, aux = _output_and_aux(out, has_aux)
         if out.size != 1:
             raise TypeError(f"grad requires a scalar output; f returned shape {out.shape} "
                             "(use tape.vjp for non-scalar outputs)")
-        if out._rg:
-            # (autograd.grad's checks hold by construction: xs are this call's own leaves, the
-            # output one element; its results come back in the inputs' shapes)
-            gs = _backward.run([out], [_ONE.reshape(out.shape)], xs)
-        else:
+        # (autograd.grad's checks hold by construction: xs are this call's own leaves, the
+        # output one element; its results come back in the inputs' shapes)
+        if not out._rg:
             gs = [None] * len(xs)
+        elif len(xs) == 1:
+            gs = [_backward.grad_of_one(out, _ONE.reshape(out.shape), xs[0])]
+        else:
+            gs = _backward.run([out], [_ONE.reshape(out.shape)], xs)
         if isinstance(argnums, int):
             g, x = gs[0], xs[0]
             grads = _grad_value(np.zeros(x.shape) if g is None else g, x)
@@ -218,7 +224,7 @@ def grad(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        (value, g) = vg(*args, **kwargs)
+        value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
 
     return wrapper
