@@ -198,10 +198,10 @@ def _sweep_whole(t, tape_seeds, want, inputs):
     jitted calls with little Python between them: ``jit.whole_prepare``, ``jit.need_pass``,
     ``jit.whole_arena``, ``jit.sweep``, ``jit.whole_outputs``. The same arrays, need pass,
     arena and sweep as the general path, so the same bits, without its Python for what such a
-    tape cannot have (escapes, hooks, links, freed rows, partial release). Returns False when
+    tape cannot have (escapes, hooks, links, freed rows, partial release). Returns None when
     this backward leaves a row with an operand unswept: the general path then takes the tape
-    (built) and this returns None; else [(source, is a leaf, its adjoint), ...] for the sources
-    a path reaches, the tape released."""
+    (built); else [(source, is a leaf, its adjoint), ...] for the sources a path reaches, the
+    tape released."""
     t.seal()
     outs = []  # (slot, tensor, is a leaf): the sources, whose adjoints the sweep hands on
     for slot, (leaf, _) in t.leaves.items():

@@ -120,9 +120,10 @@ def value_and_grad(f, argnums=0, has_aux=False):
         nums = nums_of.get(len(args))
         if nums is None:
             nums = nums_of[len(args)] = _argnums(argnums, len(args))
-        if _nested(args[i] for i in nums):
+        one = nums == (0,) and len(args) == 1  # (most calls: no generator, no list and back)
+        if _nested(args if one else [args[i] for i in nums]):
             return _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs)
-        if nums == (0,) and len(args) == 1:  # (most calls: no tuple to list and back)
+        if one:
             xs = [_as_leaf(args[0], 0)]
             args = xs
         else:
