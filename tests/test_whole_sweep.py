@@ -417,3 +417,27 @@ def test_lean_and_general_paths_agree_on_random_shapes_and_values(data, shape_x,
         m.setattr(backward, "_sweeps_whole", lambda t: False)
         general = tape.grad(mixed, argnums=(0, 1))(x, w)
     assert_same_bits(lean, general)
+
+
+def test_reused_work_arrays_same_bits(monkeypatch):
+    """Small tapes reuse their work arrays (backward._work_arrays): calls of one size, of
+    another, a tape handed over (which keeps its set) and the first size again all give the
+    general path's bits."""
+    p, q = np.array([0.3, 0.7]), np.array([0.3, 0.7, -1.0])
+
+    def calls():
+        out = [tape.grad(issue_f)(p), tape.grad(issue_f)(p * 2.0), tape.grad(small)(q)]
+        x = tape.tensor(q, requires_grad=True)
+        y, z = np.sum(np.sin(x)), np.sum(x * x)  # z's rows stay unswept: handed over
+        y.backward()
+        out.append(x.grad.copy())
+        out += [tape.grad(issue_f)(p), tape.grad(small)(q * 0.5), tape.grad(issue_f)(-p)]
+        return out
+
+    lean = calls()
+    assert len(backward._WORK) <= backward._WORK_SETS
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backward, "_sweeps_whole", lambda t: False)
+        general = calls()
+    assert_same_bits(lean, general)
+    assert_same_bits([lean[0]], [lean[4]])

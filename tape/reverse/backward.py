@@ -231,26 +231,24 @@ def _sweep_whole(t, tape_seeds, want, inputs):
         F = np.fromiter(chain(t.sv, [s.item() for s in seeds]), np.float64, f)
     else:
         F = np.concatenate([np.fromiter(t.sv, np.float64, n)] + [s.reshape(-1) for s in seeds])
-    R = np.empty((n, 4), np.int64)
-    S = np.empty((m, 3), np.int64)
-    V = np.empty((3, n), np.int64)  # size, VA, GO
-    is_array = np.empty(n, bool)
-    M = np.empty((4, n), np.uint8)  # src, root, live, need
+    w = _work_arrays(n, m)
+    R, S, V, is_array, M, src, root, live, need, VA, GO = w[1]
     jit.whole_prepare(I, F, R, S, V, is_array, M)
-    need = M[3]
-    jit.need_pass(R, M[0], M[1], M[2], need)  # (indexing: unpacking M costs twice as much)
+    jit.need_pass(R, src, root, live, need)
     spare = arena_pool.spare()
     G = jit.whole_arena(I, F, R, V, is_array, M, spare)
     if not len(G):
         arena_pool.keep(spare, G)
-        t.build(built_arrays(t, R, S, F[:n], V[1], V[0], is_array))
-        return None  # (F, V: kept by their views)
+        t.build(built_arrays(t, R, S, F[:n], VA, V[0], is_array))
+        return None  # (F, V: kept by their views; w not put back: the tape keeps them)
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
     FA = np.concatenate(t.fa) if t.fa else _NO_FA
-    jit.sweep(R, S, V[1], V[2], F[:n], G, IA, FA, need, 0, 0, 0, n, part)
+    jit.sweep(R, S, VA, GO, F[:n], G, IA, FA, need, 0, 0, 0, n, part)
     grads = np.empty(at)
     reached = jit.whole_outputs(I, V, M, G, grads)
     arena_pool.keep(spare, G)
+    if n <= _WORK_ROWS:
+        _WORK.append(w)  # (nothing holds them now: every result is in grads)
     if reached == len(outs) == 1:  # (most calls: one input, reached)
         slot, x, is_leaf = outs[0]
         results = ((x, is_leaf, grads.reshape(x.shape)),)
@@ -263,6 +261,35 @@ def _sweep_whole(t, tape_seeds, want, inputs):
                 results.append((x, is_leaf, grads[o:o + x.size].reshape(x.shape)))
     t.release()
     return results
+
+
+# The work arrays of a small tape's lean backward are reused by the next one of the same size
+# (a loop of tape.grad calls): allocating them and taking the row views the jitted calls are
+# passed costs more than the rows' work. Taken by pop and given back by append (each atomic
+# under the GIL), so two threads never share one set; only sets of up to _WORK_ROWS rows are
+# kept, at most _WORK_SETS of them.
+_WORK = []
+_WORK_ROWS = 256
+_WORK_SETS = 4
+
+
+def _work_arrays(n, m):
+    """(key, arrays) for a lean backward of a tape of n rows and m side rows: R (n x 4),
+    S (m x 3), V (size, VA, GO: 3 x n), is_array, M (src, root, live, need: 4 x n), and the
+    row views src, root, live, need, VA, GO; a kept set of that size when there is one."""
+    key = (n, m)
+    try:
+        w = _WORK.pop()
+    except IndexError:
+        w = None
+    if w is not None and w[0] == key:
+        return w
+    if w is not None and len(_WORK) < _WORK_SETS - 1:
+        _WORK.insert(0, w)  # (another size: kept for its own loop)
+    V = np.empty((3, n), np.int64)
+    M = np.empty((4, n), np.uint8)
+    return key, (np.empty((n, 4), np.int64), np.empty((m, 3), np.int64), V,
+                 np.empty(n, bool), M, M[0], M[1], M[2], M[3], V[1], V[2])
 
 
 _NO_IA = np.zeros(1, np.int64)  # (read-only to the sweep: one array serves every tape)
