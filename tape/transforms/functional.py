@@ -21,6 +21,8 @@ class _FreshTape:
     on the same tape instead: a replay sweeps one tape, and within one tape no link can point
     the wrong way (fresh input rows still keep each nested derivative to its own use)."""
 
+    __slots__ = ("prev", "newest", "depth", "shared")
+
     def __enter__(self):
         self.prev = state.tape, state.grad
         self.newest = newest_tape_id()
@@ -72,19 +74,23 @@ NESTED_REVERSE = (
     "keep that history; use tape.jvp, tape.grad, jacfwd, jacrev, hvp or hessian there instead.")
 
 
+_F64 = np.dtype(np.float64)  # (native float64: any other dtype object takes the copy)
+
+
 def _as_leaf(x, i, what="tape.grad"):
     if type(x) is Tensor and x._rg and state.transforms:
         raise NotImplementedError(NESTED_REVERSE.format(what=what, i=i))
     v = x.detach()._v if type(x) is Tensor else x
     arr = np.asarray(v)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"argument {i}: cannot differentiate with respect to dtype {arr.dtype}")
-    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+    if arr.dtype is not _F64 or not arr.flags.c_contiguous:
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"argument {i}: cannot differentiate with respect to dtype "
+                            f"{arr.dtype}")
         return Tensor(arr, requires_grad=True)
     # The leaf lives only for this call, so it can use the caller's buffer (read-only) instead
     # of a copy: nothing can update it in place while the transform runs.
     v = arr.view()
-    v.flags.writeable = False
+    v.setflags(write=False)  # (not .flags: that makes a flags object first)
     leaf = Tensor.__new__(Tensor)
     leaf._v = v
     leaf._tape = None
