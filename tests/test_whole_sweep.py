@@ -15,13 +15,14 @@ from _fd import fd_vjp
 
 @pytest.fixture
 def taken(monkeypatch):
-    """Records what each _sweep_whole call returned (False: handed to the general path)."""
+    """Records whether each _sweep_whole call swept the tape (False: it returned None, the
+    tape handed to the general path)."""
     calls = []
     real = backward._sweep_whole
 
     def spy(*args):
         r = real(*args)
-        calls.append(r)
+        calls.append(r is not None)
         return r
 
     monkeypatch.setattr(backward, "_sweep_whole", spy)
@@ -297,6 +298,97 @@ def test_vjp_pullback_twice_same_bits(taken, monkeypatch):
     assert_same_bits(lean, run())
 
 
+# tape.grad of one argument takes backward.grad_of_one: the lean path without the general
+# driver, or run() for what it cannot take; the same results and errors either way.
+W = np.array([0.4, -1.3])
+
+
+def grad_both_ways(f, x0, monkeypatch):
+    """tape.grad(f)(x0) by grad_of_one's lean path (when it takes the call) and by the general
+    path, as (result or exception type) pairs."""
+    def call():
+        try:
+            return tape.grad(f)(x0)
+        except Exception as e:  # (compared: the same type and message both ways)
+            return (type(e), str(e))
+    lean = call()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backward, "_sweeps_whole", lambda t: False)
+        return lean, call()
+
+
+@pytest.mark.parametrize("x0", [np.float64(0.3), np.array(0.3), np.array([0.3]),
+                                np.array([[0.3, -2.0], [1.5, 0.0]]), np.zeros(0)])
+def test_grad_of_one_shapes_same_bits(x0, taken, monkeypatch):
+    def f(x):
+        return np.sum(np.sin(x) * x + 2.0 * x)
+    lean, general = grad_both_ways(f, x0, monkeypatch)
+    assert taken and taken[0]  # the first call swept by the lean path
+    assert_same_bits([lean], [general])
+    assert np.shape(lean) == np.shape(x0)
+    np.testing.assert_allclose(lean, np.cos(x0) * x0 + np.sin(x0) + 2.0, rtol=1e-14)
+
+
+def test_grad_of_one_output_is_the_argument(monkeypatch):
+    lean, general = grad_both_ways(lambda x: x, np.float64(0.3), monkeypatch)
+    assert_same_bits([lean, general], [1.0, 1.0])
+
+
+def test_grad_of_one_unreached_argument_is_zero_and_keeps_other_leaves(monkeypatch):
+    w = tape.tensor(W, requires_grad=True)
+    lean, general = grad_both_ways(lambda x: np.sum(w * w), np.array([1.0, 2.0]), monkeypatch)
+    assert_same_bits([lean, general], [np.zeros(2), np.zeros(2)])
+    assert w.grad is None  # (not asked for)
+
+
+def test_grad_of_one_of_a_tape_recorded_before_same_results_and_state(monkeypatch):
+    """f returns a tensor recorded outside (not on the call's tape, x unused): zero both
+    times, the tape built and handed over, not released (no row on a path to x), its root row
+    marked swept, so that its own backward then names the second backward, both ways."""
+    def run():
+        w = tape.tensor(W, requires_grad=True)
+        y = np.sum(np.exp(w))
+
+        def f(x):
+            return y
+        first = tape.grad(f)(np.array([1.0]))
+        second = tape.grad(f)(np.array([1.0]))
+        t = y._tape
+        state = (t.released, t.built is not None)
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.backward()
+        return first, second, state
+    lean = run()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backward, "_sweeps_whole", lambda t: False)
+        general = run()
+    assert_same_bits(lean[:2], general[:2])
+    assert lean[2] == general[2] == (False, True)
+    assert_same_bits(lean[:2], [np.zeros(1), np.zeros(1)])
+
+
+def test_grad_of_one_hook_registered_inside_f_runs(monkeypatch):
+    seen = []
+
+    def f(x):
+        x.register_hook(lambda g: seen.append(g.copy()) or 3.0 * g)
+        return np.sum(x * x)
+    x0 = np.array([0.5, -1.0])
+    lean, general = grad_both_ways(f, x0, monkeypatch)
+    assert_same_bits([lean, general], [6.0 * x0, 6.0 * x0])
+    assert len(seen) == 2
+    assert_same_bits([seen[0]], [2.0 * x0])
+
+
+def test_grad_of_one_matches_backward_of_the_same_function(taken):
+    x0 = np.array([0.3, 0.7])
+    g = tape.grad(issue_f)(x0)
+    x = tape.tensor(x0, requires_grad=True)
+    issue_f(x).backward()
+    assert all(taken)
+    assert_same_bits([g], [x.grad])
+
+
 SHAPES = st.sampled_from([(), (1,), (3,), (2, 3), (0,)])
 VALUES = st.floats(-3.0, 3.0, allow_nan=False, allow_subnormal=False)
 
@@ -320,8 +412,32 @@ def test_lean_and_general_paths_agree_on_random_shapes_and_values(data, shape_x,
     with pytest.MonkeyPatch.context() as m:
         m.setattr(backward, "_sweep_whole", lambda *a: calls.append(real(*a)) or calls[-1])
         lean = tape.grad(mixed, argnums=(0, 1))(x, w)
-    assert calls and all(calls)  # swept by the lean path
+    assert calls and all(c is not None for c in calls)  # swept by the lean path
     with pytest.MonkeyPatch.context() as m:
         m.setattr(backward, "_sweeps_whole", lambda t: False)
         general = tape.grad(mixed, argnums=(0, 1))(x, w)
     assert_same_bits(lean, general)
+
+
+def test_reused_work_arrays_same_bits(monkeypatch):
+    """Small tapes reuse their work arrays (backward._work_arrays): calls of one size, of
+    another, a tape handed over (which keeps its set) and the first size again all give the
+    general path's bits."""
+    p, q = np.array([0.3, 0.7]), np.array([0.3, 0.7, -1.0])
+
+    def calls():
+        out = [tape.grad(issue_f)(p), tape.grad(issue_f)(p * 2.0), tape.grad(small)(q)]
+        x = tape.tensor(q, requires_grad=True)
+        y, z = np.sum(np.sin(x)), np.sum(x * x)  # z's rows stay unswept: handed over
+        y.backward()
+        out.append(x.grad.copy())
+        out += [tape.grad(issue_f)(p), tape.grad(small)(q * 0.5), tape.grad(issue_f)(-p)]
+        return out
+
+    lean = calls()
+    assert len(backward._WORK) <= backward._WORK_SETS
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backward, "_sweeps_whole", lambda t: False)
+        general = calls()
+    assert_same_bits(lean, general)
+    assert_same_bits([lean[0]], [lean[4]])

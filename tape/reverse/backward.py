@@ -117,7 +117,14 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     if t.released:
         raise RuntimeError(BACKWARD_TWICE)
     if t.built is None and not retain_graph and _sweeps_whole(t):
-        if _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+        results = _sweep_whole(t, tape_seeds, want, inputs)
+        if results is not None:
+            for x, is_leaf, g in results:
+                if is_leaf:
+                    deliver_leaf(x, g)
+                else:
+                    for i in want[id(x)]:
+                        out[i] = g if out[i] is None else out[i] + g
             return []  # (a tape with links is never swept this way)
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
@@ -172,14 +179,29 @@ def _sweeps_whole(t):
     return True
 
 
-def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
+def grad_of_one(out, seed, x):
+    """``run([out], [seed], [x])[0]``, `x` a leaf no hook is registered on, the way
+    ``tape.grad`` calls it: when `out`'s tape is one the lean path sweeps (``_sweeps_whole``:
+    no links, so no other tape; no hooks, so no multi-grad hook can fire), without the general
+    driver's heap, dicts and hook scope. Returns x's gradient, or None when no path reaches x."""
+    t = out._tape
+    if (out._meta is None and out._rg and not t.released and t.built is None
+            and not x._meta.hooks and _sweeps_whole(t)):
+        results = _sweep_whole(t, ((out._slot, seed),), {id(x): None}, (x,))
+        if results is not None:
+            return results[0][2] if results else None
+    return run([out], [seed], [x])[0]
+
+
+def _sweep_whole(t, tape_seeds, want, inputs):
     """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``), in five
     jitted calls with little Python between them: ``jit.whole_prepare``, ``jit.need_pass``,
     ``jit.whole_arena``, ``jit.sweep``, ``jit.whole_outputs``. The same arrays, need pass,
     arena and sweep as the general path, so the same bits, without its Python for what such a
-    tape cannot have (escapes, hooks, links, freed rows, partial release). Returns False when
+    tape cannot have (escapes, hooks, links, freed rows, partial release). Returns None when
     this backward leaves a row with an operand unswept: the general path then takes the tape
-    (built)."""
+    (built); else [(source, is a leaf, its adjoint), ...] for the sources a path reaches, the
+    tape released."""
     t.seal()
     outs = []  # (slot, tensor, is a leaf): the sources, whose adjoints the sweep hands on
     for slot, (leaf, _) in t.leaves.items():
@@ -209,26 +231,24 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
         F = np.fromiter(chain(t.sv, [s.item() for s in seeds]), np.float64, f)
     else:
         F = np.concatenate([np.fromiter(t.sv, np.float64, n)] + [s.reshape(-1) for s in seeds])
-    R = np.empty((n, 4), np.int64)
-    S = np.empty((m, 3), np.int64)
-    V = np.empty((3, n), np.int64)  # size, VA, GO
-    is_array = np.empty(n, bool)
-    M = np.empty((4, n), np.uint8)  # src, root, live, need
+    w = _work_arrays(n, m)
+    R, S, V, is_array, M, src, root, live, need, VA, GO = w[1]
     jit.whole_prepare(I, F, R, S, V, is_array, M)
-    need = M[3]
-    jit.need_pass(R, M[0], M[1], M[2], need)  # (indexing: unpacking M costs twice as much)
+    jit.need_pass(R, src, root, live, need)
     spare = arena_pool.spare()
     G = jit.whole_arena(I, F, R, V, is_array, M, spare)
     if not len(G):
         arena_pool.keep(spare, G)
-        t.build(built_arrays(t, R, S, F[:n], V[1], V[0], is_array))
-        return False  # (F, V: kept by their views)
+        t.build(built_arrays(t, R, S, F[:n], VA, V[0], is_array))
+        return None  # (F, V: kept by their views; w not put back: the tape keeps them)
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
     FA = np.concatenate(t.fa) if t.fa else _NO_FA
-    jit.sweep(R, S, V[1], V[2], F[:n], G, IA, FA, need, 0, 0, 0, n, part)
+    jit.sweep(R, S, VA, GO, F[:n], G, IA, FA, need, 0, 0, 0, n, part)
     grads = np.empty(at)
     reached = jit.whole_outputs(I, V, M, G, grads)
     arena_pool.keep(spare, G)
+    if n <= _WORK_ROWS:
+        _WORK.append(w)  # (nothing holds them now: every result is in grads)
     if reached == len(outs) == 1:  # (most calls: one input, reached)
         slot, x, is_leaf = outs[0]
         results = ((x, is_leaf, grads.reshape(x.shape)),)
@@ -239,14 +259,37 @@ def _sweep_whole(t, tape_seeds, want, inputs, out, deliver_leaf):
             if I[done + 3 * j]:
                 o = places[3 * j + 1]
                 results.append((x, is_leaf, grads[o:o + x.size].reshape(x.shape)))
-    for x, is_leaf, g in results:
-        if is_leaf:
-            deliver_leaf(x, g)
-        else:
-            for i in want[id(x)]:
-                out[i] = g if out[i] is None else out[i] + g
     t.release()
-    return True
+    return results
+
+
+# The work arrays of a small tape's lean backward are reused by the next one of the same size
+# (a loop of tape.grad calls): allocating them and taking the row views the jitted calls are
+# passed costs more than the rows' work. Taken by pop and given back by append (each atomic
+# under the GIL), so two threads never share one set; only sets of up to _WORK_ROWS rows are
+# kept, at most _WORK_SETS of them.
+_WORK = []
+_WORK_ROWS = 256
+_WORK_SETS = 4
+
+
+def _work_arrays(n, m):
+    """(key, arrays) for a lean backward of a tape of n rows and m side rows: R (n x 4),
+    S (m x 3), V (size, VA, GO: 3 x n), is_array, M (src, root, live, need: 4 x n), and the
+    row views src, root, live, need, VA, GO; a kept set of that size when there is one."""
+    key = (n, m)
+    try:
+        w = _WORK.pop()
+    except IndexError:
+        w = None
+    if w is not None and w[0] == key:
+        return w
+    if w is not None and len(_WORK) < _WORK_SETS - 1:
+        _WORK.insert(0, w)  # (another size: kept for its own loop)
+    V = np.empty((3, n), np.int64)
+    M = np.empty((4, n), np.uint8)
+    return key, (np.empty((n, 4), np.int64), np.empty((m, 3), np.int64), V,
+                 np.empty(n, bool), M, M[0], M[1], M[2], M[3], V[1], V[2])
 
 
 _NO_IA = np.zeros(1, np.int64)  # (read-only to the sweep: one array serves every tape)

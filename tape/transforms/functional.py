@@ -21,6 +21,8 @@ class _FreshTape:
     on the same tape instead: a replay sweeps one tape, and within one tape no link can point
     the wrong way (fresh input rows still keep each nested derivative to its own use)."""
 
+    __slots__ = ("prev", "newest", "depth", "shared")
+
     def __enter__(self):
         self.prev = state.tape, state.grad
         self.newest = newest_tape_id()
@@ -72,19 +74,23 @@ NESTED_REVERSE = (
     "keep that history; use tape.jvp, tape.grad, jacfwd, jacrev, hvp or hessian there instead.")
 
 
+_F64 = np.dtype(np.float64)  # (native float64: any other dtype object takes the copy)
+
+
 def _as_leaf(x, i, what="tape.grad"):
     if type(x) is Tensor and x._rg and state.transforms:
         raise NotImplementedError(NESTED_REVERSE.format(what=what, i=i))
     v = x.detach()._v if type(x) is Tensor else x
     arr = np.asarray(v)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"argument {i}: cannot differentiate with respect to dtype {arr.dtype}")
-    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+    if arr.dtype is not _F64 or not arr.flags.c_contiguous:
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"argument {i}: cannot differentiate with respect to dtype "
+                            f"{arr.dtype}")
         return Tensor(arr, requires_grad=True)
     # The leaf lives only for this call, so it can use the caller's buffer (read-only) instead
     # of a copy: nothing can update it in place while the transform runs.
     v = arr.view()
-    v.flags.writeable = False
+    v.setflags(write=False)  # (not .flags: that makes a flags object first)
     leaf = Tensor.__new__(Tensor)
     leaf._v = v
     leaf._tape = None
@@ -120,25 +126,32 @@ def value_and_grad(f, argnums=0, has_aux=False):
         nums = nums_of.get(len(args))
         if nums is None:
             nums = nums_of[len(args)] = _argnums(argnums, len(args))
-        if _nested(args[i] for i in nums):
+        one = nums == (0,) and len(args) == 1  # (most calls: no generator, no list and back)
+        if _nested(args if one else [args[i] for i in nums]):
             return _value_and_grad_nested(f, nums, argnums, has_aux, args, kwargs)
-        args = list(args)
-        xs = []
-        for i in nums:
-            args[i] = _as_leaf(args[i], i)
-            xs.append(args[i])
+        if one:
+            xs = [_as_leaf(args[0], 0)]
+            args = xs
+        else:
+            args = list(args)
+            xs = []
+            for i in nums:
+                args[i] = _as_leaf(args[i], i)
+                xs.append(args[i])
         with _FreshTape():
             out = f(*args, **kwargs)
         out, aux = _output_and_aux(out, has_aux)
         if out.size != 1:
             raise TypeError(f"grad requires a scalar output; f returned shape {out.shape} "
                             "(use tape.vjp for non-scalar outputs)")
-        if out._rg:
-            # (autograd.grad's checks hold by construction: xs are this call's own leaves, the
-            # output one element; its results come back in the inputs' shapes)
-            gs = _backward.run([out], [_ONE.reshape(out.shape)], xs)
-        else:
+        # (autograd.grad's checks hold by construction: xs are this call's own leaves, the
+        # output one element; its results come back in the inputs' shapes)
+        if not out._rg:
             gs = [None] * len(xs)
+        elif len(xs) == 1:
+            gs = [_backward.grad_of_one(out, _ONE.reshape(out.shape), xs[0])]
+        else:
+            gs = _backward.run([out], [_ONE.reshape(out.shape)], xs)
         if isinstance(argnums, int):
             g, x = gs[0], xs[0]
             grads = _grad_value(np.zeros(x.shape) if g is None else g, x)
@@ -218,7 +231,7 @@ def grad(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        (value, g) = vg(*args, **kwargs)
+        value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
 
     return wrapper
