@@ -1922,9 +1922,8 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
         else:
             p2 = po if fl & one else po + 8 * s0
         pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
-        # (bit as need's type: the kernel the sweep compiles for its rows, not a second one)
-        _reverse_binary(code2, np.uint8(bit), m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0,
-                        gy + s0, G, IA, FA)
+        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
+                        IA, FA)
         lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
     g = ga if bit == 1 else gb
     pG = _addr(G)
@@ -1953,7 +1952,7 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
             if nd & (code >> 8) & bit:
                 _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
                                           IA, FA)
-        nd = np.uint8(nd & (255 - ((code >> 8) & 3)))  # (need's type: one compiled kernel)
+        nd = nd & (255 - ((code >> 8) & 3))
         if (nd & 3) == 0:
             return
     lines0 = 1
@@ -2947,12 +2946,10 @@ def _forward_run_start(R, S, top, n):
 @njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
-    # (no index maps; iat an int64, not the literal 0: the kernels the sweep compiles for
-    # its rows, not a second signature of each, ~10 s of a cold compile)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
+        _forward_unary(code, n, 0, pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
+        _forward_binary(code, n, 0, pa, pb, py, IA, W)
 
 
 @njit(error_model="numpy", inline="always")
@@ -3487,12 +3484,10 @@ def elementwise(code, a, b, y, n, field, IA):
     pb = b if field < 0 else _ld_word(b + field)
     py = y if field < 0 else _ld_word(y + field)
     W = np.empty(0)
-    # (no index maps; iat an int64, not the literal 0: the kernels the sweep compiles for
-    # its rows, not a second signature of each, ~10 s of a cold compile)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
+        _forward_unary(code, n, 0, pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
+        _forward_binary(code, n, 0, pa, pb, py, IA, W)
 
 
 SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "

@@ -669,9 +669,8 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
         else:
             p2 = po if fl & one else po + 8 * s0
         pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
-        # (bit as need's type: the kernel the sweep compiles for its rows, not a second one)
-        _reverse_binary(code2, np.uint8(bit), m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0,
-                        gy + s0, G, IA, FA)
+        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
+                        IA, FA)
         lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
     g = ga if bit == 1 else gb
     pG = _addr(G)
@@ -700,7 +699,7 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
             if nd & (code >> 8) & bit:
                 _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
                                           IA, FA)
-        nd = np.uint8(nd & (255 - ((code >> 8) & 3)))  # (need's type: one compiled kernel)
+        nd = nd & (255 - ((code >> 8) & 3))
         if (nd & 3) == 0:
             return
     lines0 = 1
