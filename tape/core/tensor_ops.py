@@ -44,29 +44,43 @@ def _binop(name, reflected=False):
     same_shape, broadcast, with_float = _record._same_shape, _record._broadcast, \
         _record._with_float
 
-    def op(self, other):
-        to = type(other)
-        sv = self._v
+    def _array_op(self, other, to, sv):
+        """op with self an array: binary's first cases called without its frame (W5's ops)."""
         if to is Tensor:
             ov = other._v
             if type(sv) is np.ndarray and type(ov) is np.ndarray and sv.ndim and ov.ndim:
-                # two array tensors: binary's first cases, called without its frame
                 if reflected:
                     return same_shape(code, other, self, ov, sv) if ov.shape == sv.shape \
                         else broadcast(code, other, self, ov, sv)
                 return same_shape(code, self, other, sv, ov) if ov.shape == sv.shape \
                     else broadcast(code, self, other, sv, ov)
-            ro = other._rg
         elif to is float or to is int:
-            ov = other = float(other) if to is int else other
+            other = float(other) if to is int else other
             if type(sv) is np.ndarray and sv.ndim and sv.size != 1:
-                return with_float(code, self, ov, sv, reflected)  # (binary's case, direct)
+                return with_float(code, self, other, sv, reflected)
+        elif not is_operand(other):
+            return NotImplemented
+        return binary(code, other, self) if reflected else binary(code, self, other)
+
+    def op(self, other):
+        to = type(other)
+        sv = self._v
+        if type(sv) is not float:  # an array tensor (or a 0-d leaf's buffer)
+            return _array_op(self, other, to, sv)
+        if to is Tensor:
+            ov = other._v
+            ro = other._rg
+        elif to is float:
+            ov = other
+            ro = False
+        elif to is int:
+            ov = other = float(other)
             ro = False
         elif is_operand(other):
             return binary(code, other, self) if reflected else binary(code, self, other)
         else:
             return NotImplemented
-        if type(sv) is not float or type(ov) is not float:
+        if type(ov) is not float:
             return binary(code, other, self) if reflected else binary(code, self, other)
         y = f(ov, sv) if reflected else f(sv, ov)
         rs = self._rg
