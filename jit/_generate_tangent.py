@@ -42,6 +42,7 @@ from ._generate import HEADER as _INTERP_HEADER
 from ._generate import prelude, write_or_check
 from .families import elementwise, family_modules
 from .families.elementwise import arithmetic_codes, scalar_branches
+from .table import FAMILIES
 
 OUT = os.path.join(os.path.dirname(__file__), "_tangent.py")
 
@@ -102,7 +103,9 @@ TANGENT = Mode("tangent", "code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py,
 def render() -> str:
     text = prelude(HEADER) + "\n"
     kernels, calls = family_kernels(TANGENT, family_modules())
-    body = fill(rendered_part("tangent.py"), {"scalar_body": _scalar_body(), "array_body": calls})
+    body = fill(rendered_part("tangent.py"), {
+        "family_codes": f"BINARY = {FAMILIES.index('binary')}",
+        "scalar_body": _scalar_body(), "array_body": calls})
     helpers = "\n\n".join(function_source(fn) for fn in elementwise.TANGENT_HELPERS)
     return text + "\n" + helpers + "\n\n" + kernels + "\n" + body
 

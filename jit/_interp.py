@@ -321,6 +321,43 @@ def _pick_fmax(a, b):
 
 # the families' attribute layouts (jit/families/)
 @njit(error_model="numpy")
+def strided_maps(IA, iat, c0, m, X):
+    """The index maps of elements c0..c0+m-1 of a STRIDED binary row (ints at IA[iat]), from
+    its loop nest and strides, written to X as a row's ints with maps: X[0] and X[1] the
+    offsets of a's and b's maps, X[2:2 + m] and X[2 + m:2 + 2m] the maps (the elements the
+    map that broadcast_map would record reads). X holds at least 2 + 2m ints."""
+    n1 = IA[iat + 3]
+    n2 = IA[iat + 4]
+    a0 = IA[iat + 5]
+    a1 = IA[iat + 6]
+    a2 = IA[iat + 7]
+    b0 = IA[iat + 8]
+    b1 = IA[iat + 9]
+    b2 = IA[iat + 10]
+    X[0] = 2
+    X[1] = 2 + m
+    q = c0 // n2
+    i2 = c0 - q * n2
+    i0 = q // n1
+    i1 = q - i0 * n1
+    oa = i0 * a0 + i1 * a1
+    ob = i0 * b0 + i1 * b1
+    for j in range(m):
+        X[2 + j] = oa + i2 * a2
+        X[2 + m + j] = ob + i2 * b2
+        i2 += 1
+        if i2 == n2:
+            i2 = 0
+            i1 += 1
+            if i1 == n1:
+                i1 = 0
+                i0 += 1
+            oa = i0 * a0 + i1 * a1
+            ob = i0 * b0 + i1 * b1
+    return 0
+
+
+@njit(error_model="numpy")
 def reduce_layout(IA, iat):
     """(P, R, Q) of a reduce or scan row whose ints start at IA[iat]: the operand seen as a
     C-ordered (P, R, Q) array, reduced or scanned over R."""
@@ -1940,8 +1977,12 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     by the strides (``_reverse_sum_broadcast``); another broadcast by strides whose inner lines
     are long, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
     operand read at stride 0 as a one-element one). Either way its adjoints accumulate in the
-    order and with the arithmetic of the index maps, which serve the other broadcasts. A row's
-    own one-element operand sums its terms pairwise (``_reverse_pairwise_operand``)."""
+    order and with the arithmetic of index maps; any other broadcast by strides is swept BLOCK
+    elements at a time through the maps ``strided_maps`` writes from its strides into a
+    scratch (the same terms, each adjoint element's in element order, as through maps recorded
+    whole, without n ints per broadcast operand on the tape), and the other broadcasts through
+    their recorded maps. A row's own one-element operand sums its terms pairwise
+    (``_reverse_pairwise_operand``)."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -1963,6 +2004,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     b0 = 0
     b1 = 0
     line = code
+    X = IA  # the ints the kernel reads: the row's, or a block's maps written from its strides
+    blocked = False
     if strided and IA[iat + 4] >= LINE and IA[iat + 7] <= 1 and IA[iat + 10] <= 1:
         lines0 = IA[iat + 2]
         lines1 = IA[iat + 3]
@@ -1972,13 +2015,26 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
         b0 = IA[iat + 8]
         b1 = IA[iat + 9]
         line = (code & 255) | ((IA[iat + 7] == 0) | (IA[iat + 10] == 0) << 1) << 8
+    elif strided:  # short lines: BLOCK elements at a time, through maps (no flag 16)
+        blocked = True
+        lines1 = (n + BLOCK - 1) // BLOCK
+        m = BLOCK
+        a1 = 0 if (code >> 8) & 5 else BLOCK  # (an operand of the result's size: its block)
+        b1 = 0 if (code >> 8) & 10 else BLOCK
+        line = code & ~(16 << 8)
+        X = np.empty(2 + 2 * BLOCK, np.int64)
     for i0 in range(lines0):
         for i1 in range(lines1):
             oa = i0 * a0 + i1 * a1
             ob = i0 * b0 + i1 * b1
             oy = (i0 * lines1 + i1) * m
-            _reverse_binary(line, nd, m, iat, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob,
-                            py + 8 * oy, gy + oy, G, IA, FA)
+            k = m
+            it = iat
+            if blocked:
+                k = min(BLOCK, n - oy)
+                it = strided_maps(IA, iat, oy, k, X)
+            _reverse_binary(line, nd, k, it, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob,
+                            py + 8 * oy, gy + oy, G, X, FA)
 
 
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same

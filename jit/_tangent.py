@@ -321,6 +321,43 @@ def _pick_fmax(a, b):
 
 # the families' attribute layouts (jit/families/)
 @njit(error_model="numpy")
+def strided_maps(IA, iat, c0, m, X):
+    """The index maps of elements c0..c0+m-1 of a STRIDED binary row (ints at IA[iat]), from
+    its loop nest and strides, written to X as a row's ints with maps: X[0] and X[1] the
+    offsets of a's and b's maps, X[2:2 + m] and X[2 + m:2 + 2m] the maps (the elements the
+    map that broadcast_map would record reads). X holds at least 2 + 2m ints."""
+    n1 = IA[iat + 3]
+    n2 = IA[iat + 4]
+    a0 = IA[iat + 5]
+    a1 = IA[iat + 6]
+    a2 = IA[iat + 7]
+    b0 = IA[iat + 8]
+    b1 = IA[iat + 9]
+    b2 = IA[iat + 10]
+    X[0] = 2
+    X[1] = 2 + m
+    q = c0 // n2
+    i2 = c0 - q * n2
+    i0 = q // n1
+    i1 = q - i0 * n1
+    oa = i0 * a0 + i1 * a1
+    ob = i0 * b0 + i1 * b1
+    for j in range(m):
+        X[2 + j] = oa + i2 * a2
+        X[2 + m + j] = ob + i2 * b2
+        i2 += 1
+        if i2 == n2:
+            i2 = 0
+            i1 += 1
+            if i1 == n1:
+                i1 = 0
+                i0 += 1
+            oa = i0 * a0 + i1 * a1
+            ob = i0 * b0 + i1 * b1
+    return 0
+
+
+@njit(error_model="numpy")
 def reduce_layout(IA, iat):
     """(P, R, Q) of a reduce or scan row whose ints start at IA[iat]: the operand seen as a
     C-ordered (P, R, Q) array, reduced or scanned over R."""
@@ -811,6 +848,7 @@ def _tangent_matmul(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T,
                             for kk in range(K):
                                 acc += _ld(pa, oa + m * K + kk) * T[tb + j * nb + ob + kk * N + c]
                         T[oy + m * N + c] = acc
+BINARY = 2
 
 
 SIG_TANGENT_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -1038,6 +1076,8 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     D = np.empty(2 * m)
+    X = np.empty(2 + 2 * m, np.int64)  # a strided row's index maps (``strided_maps``)
+    IA0 = IA  # the tape's ints (IA: those the row's kernel reads)
     pR = _addr(R)  # rows by raw address (see _generate.py)
     i = lo - 1
     while i < hi - 1:
@@ -1070,6 +1110,11 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
             pb = VA[sb]
             tb = TO[sb]
             nb = S[R[sb, 3], 0] if R[sb, 3] >= 0 else 1
+        IA = IA0
+        if fam == BINARY and (code >> 8) & 16 and (code >> 8) & 12:  # broadcast by strides:
+            iat = strided_maps(IA0, iat, 0, n, X)  # its kernel reads the maps of its strides
+            IA = X
+            code = code & ~(16 << 8)
         if fam == 1:  # unary
             _tangent_unary(code, nd, n, k, iat, fat, pa, ta, na, pb, tb, nb, py, ty, T, D, IA, FA)
         elif fam == 2:  # binary

@@ -200,7 +200,8 @@ class RowFlag(enum.IntFlag):
     """How an elementwise or select row reads its operands (bits of its code above FLAG_SHIFT)."""
     ONE_A = 1  # operand a has one element, broadcast to every element
     ONE_B = 2
-    MAP_A = 4  # operand a is read through an index map (its ints at the row's int offset)
+    MAP_A = 4  # operand a is broadcast: through an index map (its ints at the row's int
+    # offset), or, with STRIDED, by the strides alone (map word -1)
     MAP_B = 8
     STRIDED = 16  # the broadcast is read by strides over collapsed dimensions, not a map
 

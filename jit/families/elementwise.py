@@ -9,6 +9,10 @@ Attribute layout of a binary or select row, at its int offset, by the flags of i
 (``jit.table.RowFlag``): with MAP_A / MAP_B, the offsets of a's / b's index maps (one int per
 element of the result: the element of the operand it reads); with STRIDED, after those two
 words, the loop nest (n0, n1, n2) and each operand's strides (a0, a1, a2, b0, b1, b2) over it.
+A STRIDED binary row records no maps (its map words are -1; a file written before may hold
+map offsets there, unread): MAP_A / MAP_B then only say which operands are broadcast. The
+forward reads the strides in its loops; the reverse and tangent kernels read index maps, which
+the sweeps write from the strides into a scratch (``strided_maps``) for the row's elements.
 """
 from .. import FRESH_A, FRESH_B
 from .._cache import njit
@@ -26,6 +30,46 @@ def decode_strided(IA, iat):
     """(nest, strides of a, strides of b) of a binary row with flag STRIDED."""
     v = [int(x) for x in IA[iat + 2:iat + 11]]
     return tuple(v[0:3]), tuple(v[3:6]), tuple(v[6:9])
+
+
+def strided_maps(IA, iat, c0, m, X):
+    """The index maps of elements c0..c0+m-1 of a STRIDED binary row (ints at IA[iat]), from
+    its loop nest and strides, written to X as a row's ints with maps: X[0] and X[1] the
+    offsets of a's and b's maps, X[2:2 + m] and X[2 + m:2 + 2m] the maps (the elements the
+    map that broadcast_map would record reads). X holds at least 2 + 2m ints."""
+    n1 = IA[iat + 3]
+    n2 = IA[iat + 4]
+    a0 = IA[iat + 5]
+    a1 = IA[iat + 6]
+    a2 = IA[iat + 7]
+    b0 = IA[iat + 8]
+    b1 = IA[iat + 9]
+    b2 = IA[iat + 10]
+    X[0] = 2
+    X[1] = 2 + m
+    q = c0 // n2
+    i2 = c0 - q * n2
+    i0 = q // n1
+    i1 = q - i0 * n1
+    oa = i0 * a0 + i1 * a1
+    ob = i0 * b0 + i1 * b1
+    for j in range(m):
+        X[2 + j] = oa + i2 * a2
+        X[2 + m + j] = ob + i2 * b2
+        i2 += 1
+        if i2 == n2:
+            i2 = 0
+            i1 += 1
+            if i1 == n1:
+                i1 = 0
+                i0 += 1
+            oa = i0 * a0 + i1 * a1
+            ob = i0 * b0 + i1 * b1
+    return 0
+
+
+# rendered, jitted, into every generated interpreter (jit/families/__init__.py)
+LAYOUTS = (strided_maps,)
 
 
 def broadcast_reads(code, iat, IA):

@@ -5,6 +5,7 @@
 # Not a module: a part of a generated file, read by its generator (nothing above the marker is
 # rendered). Edit here, then regenerate.
 # ---- rendered into _interp.py below this line ----
+# <family_codes>
 
 
 SIG_TANGENT_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -46,6 +47,8 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     if S.shape[0] > 0:
         m = max(m, S[:, 0].max())
     D = np.empty(2 * m)
+    X = np.empty(2 + 2 * m, np.int64)  # a strided row's index maps (``strided_maps``)
+    IA0 = IA  # the tape's ints (IA: those the row's kernel reads)
     pR = _addr(R)  # rows by raw address (see _generate.py)
     i = lo - 1
     while i < hi - 1:
@@ -78,4 +81,9 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
             pb = VA[sb]
             tb = TO[sb]
             nb = S[R[sb, 3], 0] if R[sb, 3] >= 0 else 1
+        IA = IA0
+        if fam == BINARY and (code >> 8) & 16 and (code >> 8) & 12:  # broadcast by strides:
+            iat = strided_maps(IA0, iat, 0, n, X)  # its kernel reads the maps of its strides
+            IA = X
+            code = code & ~(16 << 8)
 # <array_body>

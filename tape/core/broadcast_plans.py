@@ -23,9 +23,9 @@ def _strides(xshape, shape, one):
 def strided_broadcast(shape, ashape, fa, bshape, fb):
     """The row's broadcast as nested loops, when it collapses to at most three dimensions:
     ``(n0, n1, n2, a0, a1, a2, b0, b1, b2)``, element j = (i0 * n1 + i1) * n2 + i2 reading
-    operand a at i0 * a0 + i1 * a1 + i2 * a2 (and b likewise); else ``()``. The sweeps loop over
-    these in place of the index maps (W2's (25, 1000, 10) subtract: 557 -> ~100 us), which stay
-    for the tangent kernels and the select rows."""
+    operand a at i0 * a0 + i1 * a1 + i2 * a2 (and b likewise); else ``()``. Such a row records
+    no index maps: the sweeps loop over these (W2's (25, 1000, 10) subtract: 557 -> ~100 us), or
+    write a block's maps from them into a scratch (``jit.families.elementwise.strided_maps``)."""
     n = math.prod(shape)
     if n == 0:
         return ()

@@ -316,22 +316,26 @@ def _operands(t, a, b, av, bv, ra, rb, shape, n):
     """Slots of a binary row's operands (imported in that order), its flags and its IA offset
     (0, or the broadcast's maps or strides), for a result of `shape` and n elements."""
     if ra and a._tape is t and type(av) is np.ndarray and av.size == n:
-        sa, fa, ma = a._slot, 0, -1
+        sa, fa, xa = a._slot, 0, None
     else:
-        sa, fa, ma = _operand(t, a, shape, n)
+        sa, fa, xa = _operand_read(t, a, n)
     if rb and b._tape is t and type(bv) is np.ndarray and bv.size == n:
-        sb, fb, mb = b._slot, 0, -1
+        sb, fb, xb = b._slot, 0, None
     else:
-        sb, fb, mb = _operand(t, b, shape, n)
-    flags = fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B
+        sb, fb, xb = _operand_read(t, b, n)
+    flags = fa * ONE_A | fb * ONE_B | (xa is not None) * MAP_A | (xb is not None) * MAP_B
     iat = 0
     if flags & (MAP_A | MAP_B):
-        key = ("maps", ma, mb, fa, fb)
+        key = ("maps", xa, xb, fa, fb, shape)
         hit = t.index_cache.get(key)
         if hit is None:
-            strided = strided_broadcast(shape, _shape(av) if ma >= 0 else None, fa,
-                                        _shape(bv) if mb >= 0 else None, fb)
-            hit = t.index_cache[key] = (t.add_ints((ma, mb) + strided), STRIDED if strided else 0)
+            strided = strided_broadcast(shape, xa, fa, xb, fb)
+            if strided:  # every mode reads the strides: no maps (map words -1)
+                hit = (t.add_ints((-1, -1) + strided), STRIDED)
+            else:
+                hit = (t.add_ints((-1 if xa is None else _map_offset(t, xa, shape),
+                                   -1 if xb is None else _map_offset(t, xb, shape))), 0)
+            t.index_cache[key] = hit
         iat = hit[0]
         flags |= hit[1]
     return sa, sb, flags, iat
@@ -369,6 +373,13 @@ def _broadcast(code, a, b, av, bv):
 def _operand(t, x, shape, n):
     """Slot of an elementwise operand, whether it has one element (read for all), and the IA
     offset of the index map that broadcasts it to `shape` (-1: none needed)."""
+    slot, one, xshape = _operand_read(t, x, n)
+    return slot, one, -1 if xshape is None else _map_offset(t, xshape, shape)
+
+
+def _operand_read(t, x, n):
+    """Slot of an elementwise operand of a result of n elements, whether it has one element
+    (read for all), and its shape if it is broadcast otherwise (None: of the result's size)."""
     if type(x) is Tensor:
         if x._tape is t:
             slot = x._slot
@@ -376,19 +387,19 @@ def _operand(t, x, shape, n):
             slot = import_slot(t, x)
         xv = x._v
         if type(xv) is float:
-            return slot, (1 if n != 1 else 0), -1
+            return slot, (1 if n != 1 else 0), None
     else:
         if type(x) is float and n != 1:  # a Python-float constant: shared within the tape
-            return t.scalar_const(x), 1, -1
+            return t.scalar_const(x), 1, None
         slot = slot_in(t, x)
         xv = x
     size = 1 if isinstance(xv, (float, int)) else xv.size if type(xv) is np.ndarray else \
         np.size(xv)
     if size == n:
-        return slot, 0, -1
+        return slot, 0, None
     if size == 1:
-        return slot, 1, -1
-    return slot, 0, _map_offset(t, np.shape(xv), shape)
+        return slot, 1, None
+    return slot, 0, np.shape(xv)
 
 
 def _map_offset(t, xshape, shape):

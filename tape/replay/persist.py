@@ -492,12 +492,16 @@ def _check_family(s, fam, name, flags, a, b, n, iat, IA, size, R, budget):
             mp = None
             if flags & one:
                 _need(size[x] == 1, f"{where}: a one-element operand")
-            elif flags & mapped:
+            elif flags & mapped and (nest is None or int(head[hi]) != -1):
+                # (a strided row written before the strides replaced its maps keeps them)
                 mp = _ints(IA, int(head[hi]), n, where)
                 _need(n == 0 or (mp.min() >= 0 and mp.max() < size[x]), f"{where}: index map")
-            else:
+            elif not flags & mapped:
                 _need(size[x] == n, f"{where}: operand size")
             if nest is not None:  # the strides must read what the map (or the flags) reads
+                if flags & mapped and mp is None:  # a broadcast read by its strides alone
+                    _need(nest[k].max() < size[x], f"{where}: broadcast strides")
+                    continue
                 reads = np.zeros(n, np.int64) if flags & one else (
                     mp if mp is not None else np.arange(n))
                 _need(np.array_equal(nest[k], reads), f"{where}: broadcast strides")
