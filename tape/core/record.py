@@ -174,7 +174,7 @@ def binary(code, a, b):
             elif type(b) is float and av.size != 1:
                 return _with_float(code, a, b, av, False)
             elif type(b) is np.ndarray and b.dtype is F64 and b.ndim:
-                return _with_array(code, a, b, av, b)
+                return _broadcast(code, a, b, av, b)
     elif type(a) is float and type(b) is Tensor:
         bv = b._v
         if type(bv) is np.ndarray and bv.ndim and bv.size != 1:
@@ -182,7 +182,7 @@ def binary(code, a, b):
     elif type(a) is np.ndarray and type(b) is Tensor and a.dtype is F64 and a.ndim:
         bv = b._v
         if type(bv) is np.ndarray and bv.ndim:
-            return _with_array(code, a, b, a, bv)
+            return _broadcast(code, a, b, a, bv)
     return _binary(code, a, b)
 
 
@@ -280,38 +280,6 @@ def _binary(code, a, b):
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 
-def _with_array(code, a, b, av, bv):
-    """``binary`` of an array tensor and a float64 NumPy array constant (one of a, b; neither
-    0-d), either order: ``_binary``'s row, its flags and ints kept per pair of shapes as
-    ``_broadcast`` keeps them (they depend on the shapes only, not on which operand is a
-    constant)."""
-    p = TABLE[code]
-    try:
-        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv)
-    except ValueError as e:
-        raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
-    if y.dtype is not F64 or not y.flags.c_contiguous:
-        y = check_dtype(y, p.name)
-    x = a if type(a) is Tensor else b
-    if not (x._rg and state.grad):
-        return plain(y)
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
-    n = y.size
-    key = ("binary", av.shape, bv.shape)
-    hit = t.index_cache.get(key)
-    if hit is None:
-        ra, rb = x is a, x is b
-        sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, y.shape, n)
-        t.index_cache[key] = (flags, iat)
-    else:
-        flags, iat = hit
-        sa = slot_in(t, a)  # (in _operands' order: a's slot, then b's)
-        sb = slot_in(t, b)
-    return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
-
-
 def _operands(t, a, b, av, bv, ra, rb, shape, n):
     """Slots of a binary row's operands (imported in that order), its flags and its IA offset
     (0, or the broadcast's maps or strides), for a result of `shape` and n elements."""
@@ -342,8 +310,10 @@ def _operands(t, a, b, av, bv, ra, rb, shape, n):
 
 
 def _broadcast(code, a, b, av, bv):
-    """``binary`` of two array tensors of different shapes: the row's flags and ints depend on
-    the shapes only, so a tape keeps them per pair of shapes after the first such row."""
+    """``binary`` of two arrays (neither 0-d) that need ``_binary``'s flags and ints: two array
+    tensors of different shapes, or an array tensor and a float64 NumPy array constant in
+    either order. The flags and ints depend on the shapes only (not on which operand is a
+    constant), so a tape keeps them per pair of shapes after the first such row."""
     p = TABLE[code]
     try:
         y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv)
@@ -351,7 +321,8 @@ def _broadcast(code, a, b, av, bv):
         raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
     if y.dtype is not F64 or not y.flags.c_contiguous:
         y = check_dtype(y, p.name)
-    ra, rb = a._rg, b._rg
+    ra = type(a) is Tensor and a._rg
+    rb = type(b) is Tensor and b._rg
     if not ((ra or rb) and state.grad):
         return plain(y)
     t = state.tape
@@ -365,8 +336,8 @@ def _broadcast(code, a, b, av, bv):
         t.index_cache[key] = (flags, iat)
     else:
         flags, iat = hit
-        sa = a._slot if a._tape is t else import_slot(t, a)
-        sb = b._slot if b._tape is t else import_slot(t, b)
+        sa = slot_in(t, a)  # (in _operands' order: a's slot, then b's)
+        sb = slot_in(t, b)
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 

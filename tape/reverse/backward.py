@@ -517,18 +517,8 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
     (``tape.horizon``; None: every link) are sources conservatively (the older tape decides
     exactly), older ones cannot reach an input. Checks freed rows and leaf versions.
     Returns (root, live, need)."""
-    src, root, live, need = need_marks(t, root_slots, want, inputs, oldest)
-    jit.need_pass(A.R, src, root, live, need)
-    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
-        raise RuntimeError(BACKWARD_TWICE)
-    _check_versions(t, A, live, need)
-    return root, live, need
-
-
-def need_marks(t, root_slots, want, inputs, oldest):
-    """The need pass's arrays for a backward of tape t (``plan_need``): src and root set,
-    live and need zeroed."""
-    src, root, live, need = np.zeros((4, len(t)), np.uint8)
+    n = len(A.R)
+    src, root, live, need = np.zeros((4, n), np.uint8)
     for slot, (leaf, _) in t.leaves.items():
         if want is None or id(leaf) in want:
             src[slot] = 1
@@ -541,7 +531,11 @@ def need_marks(t, root_slots, want, inputs, oldest):
                 src[x._slot] = 1
     for slot in root_slots:
         root[slot] = 1
-    return src, root, live, need
+    jit.need_pass(A.R, src, root, live, need)
+    if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
+        raise RuntimeError(BACKWARD_TWICE)
+    _check_versions(t, A, live, need)
+    return root, live, need
 
 
 def adjoint_takers(A, need):
