@@ -81,7 +81,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
                 _st(py, p0 + p, 0.0 + _pairwise_leaf(pt, p * lines, lines))
 
 
-@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_seeded)
+@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_rows)
 def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from `seed` on the last
