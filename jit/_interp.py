@@ -1547,7 +1547,7 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
             if nd == 0:
                 continue
             if i == top and lines > 0:  # each line's share of the sum's adjoint
-                ga = _run_adjoint(R[i, 1], 0, GO, need, block, base, r0, b0)
+                ga = _run_adjoint(R[i, 1], np.int64(0), GO, need, block, base, r0, b0)
                 _spread(G, ga, GO[i], b0, m, lines)
                 continue
             code = R[i, 0]
@@ -1879,8 +1879,8 @@ def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, F
     """The reverse of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
-    else:
-        _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+    else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
+        _reverse_binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
 @njit(error_model="numpy")
@@ -3006,10 +3006,12 @@ def _forward_run_start(R, S, top, n):
 @njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
 
 
 @njit(error_model="numpy", inline="always")
@@ -3544,10 +3546,12 @@ def elementwise(code, a, b, y, n, field, IA):
     pb = b if field < 0 else _ld_word(b + field)
     py = y if field < 0 else _ld_word(y + field)
     W = np.empty(0)
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
 
 
 SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "

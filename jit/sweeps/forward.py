@@ -43,10 +43,12 @@ def _forward_run_start(R, S, top, n):
 @njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
 
 
 @njit(error_model="numpy", inline="always")
@@ -438,7 +440,9 @@ def elementwise(code, a, b, y, n, field, IA):
     pb = b if field < 0 else _ld_word(b + field)
     py = y if field < 0 else _ld_word(y + field)
     W = np.empty(0)
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)

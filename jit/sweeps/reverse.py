@@ -257,7 +257,7 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
             if nd == 0:
                 continue
             if i == top and lines > 0:  # each line's share of the sum's adjoint
-                ga = _run_adjoint(R[i, 1], 0, GO, need, block, base, r0, b0)
+                ga = _run_adjoint(R[i, 1], np.int64(0), GO, need, block, base, r0, b0)
                 _spread(G, ga, GO[i], b0, m, lines)
                 continue
             code = R[i, 0]
@@ -589,8 +589,8 @@ def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, F
     """The reverse of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
-    else:
-        _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+    else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
+        _reverse_binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
 @njit(error_model="numpy")
