@@ -392,20 +392,18 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
             lines = 0
             if e < hi:  # (a worker of a split run sums the lines of its blocks)
                 lines = _closing_sum(R, S, IA, e)
-            if lines > 0:  # the run and the sum of its last row's lines (even a run of one)
-                _forward_run(R, S, VA, IA, W, i, e, n, part, lines)
+            if lines == 0 and e > i + 1 and seeded and e < hi and need[e] & SEEDED:
+                seed = 1.0  # the run and its sum (a value-only plan has no arena)
+                if (need[e] & VALUES) == 0:
+                    seed = _seed_of(R, G, e)
+                _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
                 i = e
                 continue
-            if e > i + 1:
-                if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    seed = 1.0  # (a value-only plan has no arena)
-                    if (need[e] & VALUES) == 0:
-                        seed = _seed_of(R, G, e)
-                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
-                    i = e
-                    continue
-                _forward_run(R, S, VA, IA, W, i, e, n, part, 0)
-                i = e - 1
+            # a run, or with lines > 0 the run and the sum of its last row's lines (even a run
+            # of one); one call site: each inlined copy is typed and optimized again
+            if lines > 0 or e > i + 1:
+                _forward_run(R, S, VA, IA, W, i, e, n, part, lines)
+                i = e if lines > 0 else e - 1
                 continue
         iat = S[k, 1]
         py = VA[i]
