@@ -1803,8 +1803,8 @@ def _index_scratch(S):
     """Scratch for operands broadcast through an index map: 2 per element of the largest
     row."""
     m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
+    for row in range(S.shape[0]):  # (a loop: an array's .max() compiles Numba's take and sort)
+        m = max(m, S[row, 0])
     return np.empty(2 * m)
 
 
@@ -3077,7 +3077,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
     if part[1] > 1:
         off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
     nleaves, starts, leaf_sums = _leaf_plan(size)
-    starts[:nleaves + 1] += off
+    for q in range(nleaves + 1):  # (a loop: a slice's += compiles Numba's string formatting)
+        starts[q] += off
     term = np.full(nr, -1, np.int64)  # rows whose one-element operand's terms are summed
     nt = 0
     for i in range(r0, r1):

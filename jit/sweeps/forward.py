@@ -114,7 +114,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
     if part[1] > 1:
         off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
     nleaves, starts, leaf_sums = _leaf_plan(size)
-    starts[:nleaves + 1] += off
+    for q in range(nleaves + 1):  # (a loop: a slice's += compiles Numba's string formatting)
+        starts[q] += off
     term = np.full(nr, -1, np.int64)  # rows whose one-element operand's terms are summed
     nt = 0
     for i in range(r0, r1):

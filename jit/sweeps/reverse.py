@@ -513,8 +513,8 @@ def _index_scratch(S):
     """Scratch for operands broadcast through an index map: 2 per element of the largest
     row."""
     m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
+    for row in range(S.shape[0]):  # (a loop: an array's .max() compiles Numba's take and sort)
+        m = max(m, S[row, 0])
     return np.empty(2 * m)
 
 
