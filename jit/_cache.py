@@ -1,5 +1,4 @@
-"""Where the interpreters' compiled code is cached, how a warm process loads it, and the one line
-a first compile prints.
+"""Where the interpreters' compiled code is cached, and the one line a first compile prints.
 
 Numba caches a ``cache=True`` function in ``NUMBA_CACHE_DIR`` when it is set, else in a
 ``__pycache__`` beside the source. tapejit's own functions go to one per-user directory when the
@@ -12,7 +11,6 @@ dispatchers), so the user's own Numba functions keep Numba's default.
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import threading
 from contextlib import contextmanager, nullcontext
@@ -144,9 +142,11 @@ def compile_notice(what: str, module: str = ""):
 
 
 def load(module, name: str, notice: bool = True):
-    """``module.name``, loaded from the cache (``load_cached``) or compiled for its one signature
-    (``SIG_<NAME>``) under a compile notice (unless `notice` is False): the first call then finds
-    it ready."""
+    """``module.name``, loaded from the cache (``jit._cache_load``) or compiled for its one
+    signature (``SIG_<NAME>``) under a compile notice (unless `notice` is False): the first call
+    then finds it ready."""
+    from ._cache_load import load_cached
+
     fn, args = entry(module, name)
     if args is not None and args not in fn.overloads and not load_cached(fn, args):
         with compile_notice(name, module.__name__) if notice else nullcontext():
@@ -165,83 +165,3 @@ def entry(module, name: str):
     from numba.core.sigutils import normalize_signature
 
     return fn, tuple(normalize_signature(sig)[0])
-
-
-def load_cached(fn, args: tuple) -> bool:
-    """Load dispatcher fn's code for the argument types `args` from the cache, without compiling;
-    whether it is ready.
-
-    This is Numba's ``Dispatcher.compile`` less its compile step and less one thing: Numba first
-    refreshes its target context, which imports and installs every typing and lowering registry
-    (~0.2 s and a third of a warm process's objects, which the collector then walks at each full
-    collection and at exit), although only a compile reads them. Loading cached machine code needs
-    only the symbols it calls: NRT's (initialized here, as the refresh does first) and the C
-    functions Numba registers when its contexts are made. So the object file's undefined symbols
-    are checked against the process's before LLVM links it (an unresolved one would abort the
-    process); any missing, the refresh runs first, as in Numba. On a Numba without these
-    internals, False: the caller compiles, which loads from the cache as Numba does."""
-    try:
-        from numba.core.compiler_lock import global_compiler_lock
-        from numba.core.runtime.nrt import rtsys
-
-        with global_compiler_lock:
-            if args in fn.overloads:
-                return True
-            ctx, cache = fn.targetctx, fn._cache
-            if not cache._enabled:
-                return False
-            rtsys.initialize(ctx)
-            data = None
-            with cache._guard_against_spurious_io_errors():
-                data = cache._cache_file.load(cache._index_key(args, ctx.codegen()))
-            if data is None:
-                return False
-            if not _links_here(data, ctx.codegen()._engine):
-                ctx.refresh()
-            cres = cache._impl.rebuild(ctx, data)
-            if not cres.objectmode:
-                ctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-            fn.add_overload(cres)
-            fn._cache_hits[args] += 1
-    except (AttributeError, ImportError):
-        return False
-    return True
-
-
-def _links_here(data, engine) -> bool:
-    """Whether every symbol that the object code of a cache entry (Numba's ``CompileResult``
-    state, whose first item is the library: (name, "object", (object code, bitcode))) uses but
-    does not define is defined in this process."""
-    try:
-        kind, (obj, _) = data[0][1:]
-        names = undefined_symbols(obj) if kind == "object" else None
-    except (TypeError, ValueError, IndexError, struct.error):  # (another layout: not known)
-        names = None
-    if names is None:
-        return False
-    from llvmlite import binding
-
-    return all(engine.is_symbol_defined(n) or binding.address_of_symbol(n) for n in names)
-
-
-def undefined_symbols(obj: bytes):
-    """The global and weak symbols an ELF64 little-endian object file uses but does not define;
-    None for any other object format (the caller then takes Numba's own path)."""
-    if len(obj) < 64 or obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
-        return None
-    shoff, = struct.unpack_from("<Q", obj, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    # section headers: name, type, flags, addr, offset, size, link, info, align, entsize
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
-                for i in range(shnum)]
-    names = set()
-    for _, kind, _, _, offset, size, link, _, _, _ in sections:
-        if kind != 2:  # SHT_SYMTAB; its string table is section `link`
-            continue
-        strings = sections[link][4]
-        # symbols: name, info (binding << 4 | type), other, section index, value, size
-        table = obj[offset:offset + size]
-        for name, info, _, section, _, _ in struct.iter_unpack("<IBBHQQ", table):
-            if section == 0 and name and info >> 4 != 0:  # undefined, named, not local
-                names.add(obj[strings + name:obj.index(b"\0", strings + name)].decode())
-    return names

@@ -28,7 +28,8 @@ def _module(name):
 
 def load_cached(module, name: str) -> bool:
     """Load module.name from the cache if it is there, without compiling; whether it is ready."""
-    from ._cache import entry, load_cached as cached
+    from ._cache import entry
+    from ._cache_load import load_cached as cached
 
     fn, args = entry(module, name)
     return args is None or cached(fn, args)

@@ -105,7 +105,7 @@ def test_without_scipy_numba_finds_no_blas(tmp_path):
 _EVERY_ENTRY = """
 import importlib, sys
 import jit
-from jit import _cache
+from jit import _cache, _cache_load
 from numba.core.registry import cpu_target
 refreshes = []
 real = cpu_target.target_context.refresh
@@ -113,7 +113,7 @@ cpu_target.target_context.refresh = lambda: refreshes.append(1) or real()
 loaded = 0
 for module, name in jit.WARMUP:
     fn, args = _cache.entry(importlib.import_module(module), name)
-    loaded += _cache.load_cached(fn, args)  # (False: not in the cache, nothing compiled)
+    loaded += _cache_load.load_cached(fn, args)  # (False: not cached; nothing compiled)
 print(loaded, len(refreshes), "numba.np.npyimpl" in sys.modules)
 """
 
@@ -134,8 +134,8 @@ def test_every_cached_entry_links_without_numbas_registries(tmp_path):
 _UNLINKABLE = """
 import sys
 import numpy as np, tape
-from jit import _cache
-_cache._links_here = lambda data, engine: False  # as if a symbol were missing
+from jit import _cache_load
+_cache_load._all_here = lambda names, engine: False  # as if a symbol were missing
 """ + _LORENZ.split("import numpy as np, tape", 1)[1]
 
 
@@ -176,25 +176,58 @@ define double @f(double %x) {
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF object files")
-def test_undefined_symbols_of_an_object_file():
+def test_the_symbols_of_an_object_file():
     from numba.core.registry import cpu_target
 
-    from jit._cache import _links_here, undefined_symbols
+    from jit._cache_load import _all_here, _object_symbols
+    from jit._elf import symbols
 
     cpu_target.target_context  # (its execution engine makes the process's symbols visible)
     obj = _object_file(_IR)
-    assert undefined_symbols(obj) == {"tapejit_test_absent", "exp"}  # not f, helper, counter
+    defined, undefined = symbols(obj)
+    assert undefined == {"tapejit_test_absent", "exp"}
+    assert defined == {"f", "helper", "counter"}
 
     class Engine:  # the symbols defined by code already loaded: none
         def is_symbol_defined(self, name):
             return False
 
-    entry = ("lib", "object", (obj, b""))
-    assert not _links_here((entry,), Engine())  # tapejit_test_absent is nowhere
-    assert _links_here(((entry[0], "object", (_object_file(_IR.replace(
-        "tapejit_test_absent", "exp").replace("declare double @exp(double)\n", "", 1)), b"")),),
-        Engine())  # libm's exp is in the process
-    assert undefined_symbols(b"\xcf\xfa\xed\xfe" + bytes(60)) is None  # Mach-O: not known
-    for broken in (obj[:70], obj[:len(obj) // 2]):  # truncated: not linkable, no exception
-        assert not _links_here((("lib", "object", (broken, b"")),), Engine())
-    assert not _links_here((("lib", "bitcode", b""),), Engine())
+    assert not _all_here(undefined, Engine())  # tapejit_test_absent is nowhere
+    assert _all_here({"exp"}, Engine())  # libm's, in the process
+    assert _object_symbols((("lib", "object", (obj, b"")), None)) == (defined, undefined)
+    assert symbols(b"\xcf\xfa\xed\xfe" + bytes(60)) is None  # Mach-O: not known
+    for broken in (obj[:70], obj[:len(obj) // 2], b""):  # truncated: not known, no exception
+        assert symbols(broken) is None
+    assert _object_symbols((("lib", "bitcode", b""),)) is None
+    assert _object_symbols(((),)) is None
+
+
+_LINKED_INTO_A_COMPILE = """
+import numba, numpy as np
+import jit
+from tape.core.arrays import _FIELD  # (where an array object holds its data pointer)
+
+data_pointers = jit.data_pointers  # loaded from the cache, its bitcode not parsed
+library = data_pointers.overloads[next(iter(data_pointers.overloads))].library
+print(sum(1 for f in library._shared_module.functions if not f.is_declaration))
+
+@numba.njit
+def first_pointer(ids, field, out):  # links data_pointers' library into its own
+    data_pointers(ids, field, out)
+    return out[0]
+
+x = np.arange(3.0)
+print(first_pointer(np.array([id(x)]), _FIELD, np.zeros(1, np.int64)) == x.ctypes.data)
+print(sum(1 for f in library._shared_module.functions if not f.is_declaration) > 0)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF object files")
+def test_a_compile_calling_a_loaded_entry_links_its_real_bitcode(tmp_path):
+    """The bitcode a load skipped is parsed before a later compile links the library: the
+    caller's code then holds the callee's (as Numba's own load would give it), rather than a call
+    to a symbol only this process defines."""
+    r = _run(_LINKED_INTO_A_COMPILE, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "True", "True"]
