@@ -114,21 +114,24 @@ loaded = 0
 for module, name in jit.WARMUP:
     fn, args = _cache.entry(importlib.import_module(module), name)
     loaded += _cache_load.load_cached(fn, args)  # (False: not cached; nothing compiled)
-print(loaded, len(refreshes), "numba.np.npyimpl" in sys.modules)
+from numba.core.runtime.nrt import rtsys
+print(loaded, len(refreshes), "numba.np.npyimpl" in sys.modules, rtsys._init)
 """
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF object files")
 def test_every_cached_entry_links_without_numbas_registries(tmp_path):
-    """What tapejit's kernels call is in the process once Numba's contexts and NRT are made: no
-    entry of the warm-up needs the registries' refresh to load (a kernel that starts calling a
-    symbol registered by a registry would load after a refresh, and fail this test)."""
+    """What tapejit's kernels call is in the process once Numba's contexts are made and NRT's C
+    functions registered: no entry of the warm-up needs the registries' refresh to load (a kernel
+    that starts calling a symbol registered by a registry would load after a refresh, and fail
+    this test)."""
     r = _run(_EVERY_ENTRY, tmp_path)
     assert r.returncode == 0, r.stderr
-    loaded, refreshes, registries = r.stdout.split()
+    loaded, refreshes, registries, nrt_compiled = r.stdout.split()
     assert int(loaded) >= 1  # (the W1 test above fills the cache of its entries)
     assert (refreshes, registries) == ("0", "False")
+    assert nrt_compiled == "False"  # (NRT's LLVM functions: inlined in each entry's code)
 
 
 _UNLINKABLE = """
