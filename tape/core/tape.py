@@ -264,6 +264,9 @@ def linked_tapes(tapes):
 
 
 def current_tape() -> Tape:
+    t = state.rec  # (the state's tape, when recording takes no further checks)
+    if t is not None and not t.sealed:
+        return t
     t = state.tape
     if t is None or t.sealed:  # sealed by a backward, maybe in another thread
         t = state.tape = Tape()
