@@ -358,9 +358,9 @@ def _broadcast(code, a, b, av, bv):
         sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, y.shape, n)
         t.index_cache[("binary", av.shape, bv.shape)] = (flags, iat)
     else:
-        flags, iat = hit
-        sa = slot_in(t, a)  # (in _operands' order: a's slot, then b's)
-        sb = slot_in(t, b)
+        flags, iat = hit  # (slots in _operands' order: a's, then b's)
+        sa = a._slot if type(a) is Tensor and a._tape is t else slot_in(t, a)
+        sb = b._slot if type(b) is Tensor and b._tape is t else slot_in(t, b)
     if fast:
         return array_row(t, code | flags << FLAG_SHIFT, sa, sb, y, n, iat)
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
