@@ -514,19 +514,22 @@ def getitem(x, key):
     hk = _hashable(key)  # (a basic key holds nothing plain_key changes)
     if hk is not None and type(v) is np.ndarray:
         hit = _BASIC_MAPS.get((v.shape, hk))
+        t = state.rec if x._rg else None
         if hit is not None and hit[1]:  # a key seen before that only reshapes (x[None, :])
-            return reshape(x, hit[0].shape)
-        if x._rg:
-            t = state.rec
-            if t is not None and not t.sealed:
-                off = t.index_cache.get(("gather", v.shape, hk))
-                if off is not None:  # this slice of this shape is on the tape: its ints are there
-                    y = v[key]
-                    sx = x._slot if x._tape is t else import_slot(t, x)
-                    if type(y) is np.ndarray and y.ndim:
-                        return array_row(t, GATHER, sx, -1, y.copy(), y.size, off)
-                    y = check_dtype(y, "indexing")
-                    return result(y, t, t.row(GATHER, sx, -1, y, _size(y), off))
+            if t is None or t.sealed or x._meta is not None or not hit[0].ndim:
+                return reshape(x, hit[0].shape)
+            y = v.reshape(hit[0].shape)  # (reshape's row, for a recorded array of no leaf)
+            return array_row(t, COPY, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                             y.size)
+        if t is not None and not t.sealed:
+            off = t.index_cache.get(("gather", v.shape, hk))
+            if off is not None:  # this slice of this shape is on the tape: its ints are there
+                y = v[key]
+                sx = x._slot if x._tape is t else import_slot(t, x)
+                if type(y) is np.ndarray and y.ndim:
+                    return array_row(t, GATHER, sx, -1, y.copy(), y.size, off)
+                y = check_dtype(y, "indexing")
+                return result(y, t, t.row(GATHER, sx, -1, y, _size(y), off))
     if hk is None:
         key = plain_key(key)
         if type(key) is np.ndarray and key.dtype.kind in "iu" and key.ndim \
