@@ -23,7 +23,7 @@ from .scalar_rules import SCALAR
 from .state import state
 from .tape import MAX_ROWS, current_tape
 from .tensor import Tensor, array_row, general_tape, import_slot, plain, raw, recording, \
-    result, slot_in
+    recording_tape, result, slot_in
 from .values import check_dtype, constant
 
 
@@ -268,10 +268,8 @@ def _binary(code, a, b):
         av = float(av)
     if type(av) is float and type(bv) is float:
         y = SCALAR[code](av, bv)
-        if (ra or rb) and state.grad:
-            t = state.tape
-            if t is None or t.sealed:
-                t = current_tape()
+        t = recording_tape() if ra or rb else None
+        if t is not None:
             sa = a._slot if (ra and a._tape is t) else slot_in(t, a)
             sb = b._slot if (rb and b._tape is t) else slot_in(t, b)
             slot = len(t.sv)
@@ -291,11 +289,9 @@ def _binary(code, a, b):
             from None
     if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
         y = check_dtype(y, p.name)
-    if not ((ra or rb) and state.grad):
+    t = recording_tape() if ra or rb else None
+    if t is None:
         return plain(y)
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
     n = 1 if type(y) is float else y.size
     sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, _shape(y), n)
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
@@ -579,11 +575,9 @@ def _integer_gather(x, v, key):
 
 def _gathered(x, y, idx, cache_key):
     """The gather row y = x.ravel()[idx] (``gather``), its value y already computed."""
-    if not recording(x):
+    t = recording_tape() if x._rg else None
+    if t is None:
         return plain(y)
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
     off = t.index_cache.get(cache_key) if cache_key is not None else None
     if off is None:
         off = t.add_ints(idx)

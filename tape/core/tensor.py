@@ -338,6 +338,13 @@ def general_tape():
     return current_tape() if state.grad else None
 
 
+def recording_tape():
+    """The tape an op records on, read as the direct paths read it (``state.rec``, else
+    ``general_tape``): None when gradients are not recorded."""
+    t = state.rec
+    return t if t is not None and not t.sealed else general_tape()
+
+
 def plain(value):
     r = _new(Tensor)
     r._v = value
