@@ -86,9 +86,11 @@ def reduce(name, x, axis=None, keepdims=False):
 def _reduce_row(code, xs, y, P, R, Q):
     """Record the reduce row of y over the (P, R, Q) view of xs."""
     t = state.rec
-    fast = t is not None and not t.sealed and type(y) is not float
-    if not fast:
+    if t is None or t.sealed:
         t = general_tape()  # (not None: the caller records)
+        fast = False
+    else:
+        fast = type(y) is not float  # (a 0-d value goes to sv: Tape.row)
     key = ("prq", P, R, Q)
     off = t.index_cache.get(key)
     if off is None:
