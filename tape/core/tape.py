@@ -143,7 +143,7 @@ class Tape:
         if type(value) is float:
             sv.append(value)
             av.append(None)
-        elif state.saved_hooks is None:
+        elif state.rec is self or state.saved_hooks is None:  # (rec: no hooks, one read)
             sv.append(0.0)
             av.append(value)
         elif code != LEAF and code != LINK:
