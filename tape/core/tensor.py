@@ -14,7 +14,8 @@ import numpy as np
 from .conversions import conversion_error
 from .hooks import SlotHooks
 from .state import state
-from .tape import LEAF, LINK, MAX_ROWS, Tape, current_tape, newest_tape_id, note_disorder
+from . import tape as _tape_module
+from .tape import LEAF, LINK, Tape, current_tape, newest_tape_id, note_disorder
 from .values import constant
 
 _new = object.__new__
@@ -320,7 +321,7 @@ def array_row(t, code, a, b, value, n, iat=0):
     av.append(value)
     t.rows.extend((code, a, b))
     t.side.extend((slot, n, iat, 0))
-    if slot >= MAX_ROWS:
+    if slot >= _tape_module.MAX_ROWS:  # (the module's setting, as Tape.row reads it)
         t.roll()
     r = _new(Tensor)
     r._v = value
