@@ -582,3 +582,33 @@ def test_each_thread_records_on_its_own_tape():
     for i in range(3):
         (g,) = tape.autograd.grad(out[f"t{i}"], [x])
         np.testing.assert_allclose(g, 2.0 + np.cos(np.arange(4.0)))
+
+
+def test_direct_rows_roll_where_tape_rows_roll(monkeypatch):
+    """array_row seals a tape past the tape module's MAX_ROWS, as Tape.row does: the same rows
+    on the same tapes either way, and the gradient across the links is the same."""
+    import tape.core.tape as tape_module
+
+    monkeypatch.setattr(tape_module, "MAX_ROWS", 7)
+    p0 = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+
+    def f(p, general):
+        ctx = _general_rows() if general else contextlib.nullcontext()
+        tapes = []
+        with ctx:
+            for _ in range(4):
+                p = np.sin(p) * p + 0.5 * p[None][0]
+                tapes.append((p._tape.id, p._slot))
+                if general:
+                    state.rec = None  # (a rolled tape's successor sets rec again)
+        return np.sum(p), tapes
+
+    runs = []
+    for general in (False, True):
+        with _fresh_tape():
+            x = tape.tensor(p0, requires_grad=True)
+            y, tapes = f(x, general)
+            (g,) = tape.autograd.grad(y, [x])
+            runs.append(([slot for _, slot in tapes], len({i for i, _ in tapes}), g))
+    assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1] > 1
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])
