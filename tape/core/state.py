@@ -11,8 +11,8 @@ class _State(threading.local):
         self._saved_hooks = None  # (pack, unpack) inside graph.saved_tensors_hooks()
         # The tape an op appends its row to without further checks: ``tape`` while gradients
         # are recorded and no saved_tensors_hooks pack values, else None (the ops' general
-        # path then reads grad, tape and saved_hooks). Each read of a thread-local attribute
-        # costs ~80 ns, as much as a third of a 0-d op's recording: the ops read this one.
+        # path then reads grad, tape and saved_hooks). A thread-local attribute costs ~45 ns
+        # more to read than a plain one (a 0-d op records in ~650 ns): the ops read this one.
         self.rec = None
         self.multi_hooks = None  # multi-grad hooks that saw a gradient in the running backward
         self.transforms = 0  # functional transforms (grad, jvp, ...) running, outermost first
