@@ -143,7 +143,7 @@ class Tape:
         if type(value) is float:
             sv.append(value)
             av.append(None)
-        elif state.saved_hooks is None:
+        elif state.rec is self or state.saved_hooks is None:  # (rec: no hooks, one read)
             sv.append(0.0)
             av.append(value)
         elif code != LEAF and code != LINK:
@@ -264,6 +264,9 @@ def linked_tapes(tapes):
 
 
 def current_tape() -> Tape:
+    t = state.rec  # (the state's tape, when recording takes no further checks)
+    if t is not None and not t.sealed:
+        return t
     t = state.tape
     if t is None or t.sealed:  # sealed by a backward, maybe in another thread
         t = state.tape = Tape()

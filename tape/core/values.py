@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+_F64 = np.dtype(np.float64)
+
 
 def check_dtype(y, what):
     """Turn a NumPy result into a canonical value: a float for 0-d, else a float64 array."""
@@ -32,6 +34,8 @@ def constant(x, what="constant"):
     """Canonical copy of a constant operand (Python scalar, NumPy array, nested list)."""
     if type(x) is float:
         return x
+    if type(x) is np.ndarray and x.dtype is _F64 and x.ndim:  # (NumPy data in array code)
+        return x.copy()  # (C order)
     if isinstance(x, (int, np.integer, np.floating, np.bool_)):
         return float(x)
     if isinstance(x, np.ndarray):
