@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .value_pool import MIN_CELLS, take
+
 
 def check_dtype(y, what):
     """Turn a NumPy result into a canonical value: a float for 0-d, else a float64 array."""
@@ -40,7 +42,11 @@ def constant(x, what="constant"):
                             "(complex and object arrays are not supported)")
         if x.ndim == 0:
             return float(x)
-        return np.array(x, dtype=np.float64, order="C", copy=True)
+        if x.size < MIN_CELLS or type(x) is not np.ndarray:
+            return np.array(x, dtype=np.float64, order="C", copy=True)
+        y = take(x.shape, x.size)  # (a large copy: into kept memory, as recorded results)
+        np.copyto(y, x, casting="unsafe")
+        return y
     if isinstance(x, (complex, np.complexfloating)):
         raise TypeError(f"{what}: complex values are not supported")
     return constant(np.asarray(x), what)
