@@ -15,8 +15,14 @@ view is its owner's only reference: a tensor, a view, a saved value, a hook's cl
 would be a use after free already). The counts that mean "only the tape" are measured at import
 by the same code on arrays of known sharing; where a view does not raise them (an interpreter
 that borrows references), nothing is ever kept. Only writable float64 arrays that own their
-memory (allocated by NumPy) are kept: a leaf's read-only view of the caller's buffer, memory
-from another library or a memory map never is.
+memory (allocated by NumPy) and that no weak reference reaches (weak references are not
+counted, and a kept owner would stay reachable through one) are kept: a leaf's read-only view
+of the caller's buffer, memory from another library or a memory map never is.
+
+Large constants' copies (``values.constant``) and the large adjoints a matmul rule computes in
+the backward (``backward._run_escape``, given back as soon as they are added) use the same
+memory: once the values are kept, glibc no longer sees the large frees that kept its heap
+warm for them.
 
 Per thread, at most ``MAX_CELLS`` cells are held between backwards, oldest given back dropped
 first; a thread's pool goes with the thread. ``clear()`` drops the calling thread's.
