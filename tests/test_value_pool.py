@@ -163,6 +163,23 @@ def test_values_the_caller_keeps_are_never_reused():
     np.testing.assert_array_equal(view, want_view)
 
 
+def test_an_aux_output_outlives_later_calls():
+    def f(x):
+        y = np.exp(x) - 1.0
+        return np.sum(y * x), y
+
+    vg = tape.value_and_grad(f, has_aux=True)
+    (_, aux), _ = vg(V)
+    view = aux.numpy() if hasattr(aux, "numpy") else aux
+    want = np.array(view)
+    for _ in range(3):
+        poison()
+        np.testing.assert_array_equal(view, want)
+        vg(V)
+        tape.grad(elementwise)(V)
+    np.testing.assert_array_equal(view, want)
+
+
 def test_a_view_of_a_value_kept_by_the_caller_keeps_its_owner_out():
     views = []
 
