@@ -109,7 +109,7 @@ def unary_into(f, x):
     return f(x, out=take(x.shape, x.size)) if x.dtype is _F64 else f(x)
 
 
-_SHAPES = {}  # (f, a's shape, b's shape) -> (result's shape, size), for ``into``
+_SHAPES = {}  # (f, operands' shapes[, axes, keepdims]) -> (result's shape, size)
 
 
 def give_back(values) -> None:
