@@ -25,6 +25,7 @@ from .tape import MAX_ROWS, current_tape
 from .tensor import Tensor, array_row, general_tape, import_slot, plain, raw, recording, \
     recording_tape, result, slot_in
 from .values import check_dtype, constant
+from .value_pool import MIN_CELLS as POOLED, into, take, unary_into
 
 
 GATHER = OPCODE["gather"]
@@ -86,7 +87,7 @@ def own_unary(code, xv):
     ``check_dtype``."""
     x = xv if type(xv) is np.ndarray and xv.dtype is F64 and xv.flags.c_contiguous else \
         np.asarray(xv, dtype=F64, order="C")
-    y = np.empty(x.shape)
+    y = np.empty(x.shape) if x.size < POOLED else take(x.shape, x.size)
     ax = _handle(x)
     _run(code, ax, ax, _handle(y), y.size, _FIELD_OFFSET, _NO_IA)
     return y if y.ndim else float(y)
@@ -104,7 +105,7 @@ def own_binary(code, av, bv):
         return None
     shape = a.shape if a.shape == b.shape or not b.ndim else b.shape if not a.ndim else \
         np.broadcast_shapes(a.shape, b.shape)
-    y = np.empty(shape)
+    y = np.empty(shape) if a.size * b.size < POOLED else take(shape, math.prod(shape))
     n = y.size
     if n == 0:
         return y
@@ -152,7 +153,7 @@ def unary(code, x):
     if code in OWN_VALUE:
         y = own_unary(code, xv)
     else:
-        y = TABLE[code].ufunc(xv)
+        y = TABLE[code].ufunc(xv) if xv.size < POOLED else unary_into(TABLE[code].ufunc, xv)
         if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
                 or not y.ndim:
             y = check_dtype(y, TABLE[code].name)
@@ -194,7 +195,8 @@ def binary(code, a, b):
 
 def _same_shape(code, a, b, av, bv):
     """``binary`` of two array tensors of one shape: no broadcast to settle."""
-    y = own_binary(code, av, bv) if code in OWN_VALUE else TABLE[code].ufunc(av, bv)
+    y = own_binary(code, av, bv) if code in OWN_VALUE else TABLE[code].ufunc(av, bv) \
+        if av.size < POOLED else into(TABLE[code].ufunc, av, bv)
     if y.dtype is not F64 or not y.flags.c_contiguous:
         y = check_dtype(y, TABLE[code].name)
     if not (a._rg or b._rg):
@@ -215,7 +217,9 @@ def _with_float(code, x, c, xv, reflected):
     if code in OWN_VALUE:
         y = own_binary(code, c, xv) if reflected else own_binary(code, xv, c)
     else:
-        y = TABLE[code].ufunc(c, xv) if reflected else TABLE[code].ufunc(xv, c)
+        f = TABLE[code].ufunc
+        y = (f(c, xv) if reflected else f(xv, c)) if xv.size < POOLED else \
+            into(f, c, xv) if reflected else into(f, xv, c)
     if y.dtype is not F64 or not y.flags.c_contiguous:
         y = check_dtype(y, TABLE[code].name)
     if not x._rg:
@@ -333,7 +337,8 @@ def _broadcast(code, a, b, av, bv):
     constant), so a tape keeps them per pair of shapes after the first such row."""
     p = TABLE[code]
     try:
-        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv)
+        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv) \
+            if av.size * bv.size < POOLED else into(p.ufunc, av, bv)
     except ValueError as e:
         raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
     if y.dtype is not F64 or not y.flags.c_contiguous:
@@ -738,7 +743,7 @@ def matmul(a, b):
         raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
                          "are not allowed; use * for scalars)")
     try:
-        y = np.matmul(av, bv)
+        y = np.matmul(av, bv) if av.size * bv.size < POOLED else into(np.matmul, av, bv)
     except ValueError as e:
         raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
     if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:

@@ -16,6 +16,7 @@ from .tape import current_tape
 from .tensor import Tensor, array_row, general_tape, import_slot, plain, recording, result, \
     slot_in
 from .values import check_dtype, constant
+from .value_pool import MIN_CELLS as POOLED, reduce_into
 
 
 def _prq(x, axes):
@@ -57,7 +58,8 @@ def reduce(name, x, axis=None, keepdims=False):
         plan = _REDUCE_PLANS.get((xv.shape, axis))
         if plan is not None:  # an array reduced over adjacent axes, seen before
             axes, P, R, Q = plan
-            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims)
+            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims) if P * Q < POOLED \
+                else reduce_into(_REDUCE_BY.get(ufunc, ufunc), xv, axes, keepdims)
             y = float(y) if type(y) is np.float64 else check_dtype(y, name)
             if not (x._rg and (state.rec is not None or state.grad)):
                 return plain(y)
