@@ -142,18 +142,26 @@ def compile_notice(what: str, module: str = ""):
 
 
 def load(module, name: str, notice: bool = True):
-    """``module.name``, compiled for its one signature (``SIG_<NAME>``) or loaded from the cache,
-    under a compile notice (unless `notice` is False): the first call then finds it ready."""
+    """``module.name``, loaded from the cache (``jit._cache_load``) or compiled for its one
+    signature (``SIG_<NAME>``) under a compile notice (unless `notice` is False): the first call
+    then finds it ready."""
+    from ._cache_load import load_cached
+
+    fn, args = entry(module, name)
+    if args is not None and args not in fn.overloads and not load_cached(fn, args):
+        with compile_notice(name, module.__name__) if notice else nullcontext():
+            fn.compile(args)
+    return fn
+
+
+def entry(module, name: str):
+    """(dispatcher, the argument types of its one signature ``SIG_<NAME>``): the type tuple a real
+    call looks up (a signature string would be cached under a key that calls never hit, and the
+    first call would compile again). (function, None) for a plain function (NUMBA_DISABLE_JIT)."""
     fn = getattr(module, name)
     sig = getattr(module, "SIG_" + name.upper(), None)
-    if sig is None or not hasattr(fn, "overloads"):  # (NUMBA_DISABLE_JIT: a plain function)
-        return fn
+    if sig is None or not hasattr(fn, "overloads"):
+        return fn, None
     from numba.core.sigutils import normalize_signature
 
-    args, _ = normalize_signature(sig)
-    if tuple(args) not in fn.overloads:
-        with compile_notice(name, module.__name__) if notice else nullcontext():
-            # the argument-type tuple a real call looks up (a signature string would be cached
-            # under a key that calls never hit, and the first call would compile again)
-            fn.compile(tuple(args))
-    return fn
+    return fn, tuple(normalize_signature(sig)[0])

@@ -27,31 +27,12 @@ def _module(name):
 
 
 def load_cached(module, name: str) -> bool:
-    """Load module.name from the cache if it is there, without compiling; whether it is ready.
-    (Numba's ``Dispatcher.compile`` less its compile step; on a Numba without these internals,
-    False: the caller then compiles as before.)"""
-    from numba.core.sigutils import normalize_signature
+    """Load module.name from the cache if it is there, without compiling; whether it is ready."""
+    from ._cache import entry
+    from ._cache_load import load_cached as cached
 
-    fn = getattr(module, name)
-    sig = getattr(module, "SIG_" + name.upper(), None)
-    if sig is None or not hasattr(fn, "overloads"):  # (NUMBA_DISABLE_JIT: a plain function)
-        return True
-    args = tuple(normalize_signature(sig)[0])
-    if args in fn.overloads:
-        return True
-    try:
-        from numba.core.compiler_lock import global_compiler_lock
-
-        with global_compiler_lock:
-            cres = fn._cache.load_overload(args, fn.targetctx)
-            if cres is None:
-                return False
-            fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-            fn.add_overload(cres)
-            fn._cache_hits[args] += 1
-    except AttributeError:
-        return False
-    return True
+    fn, args = entry(module, name)
+    return args is None or cached(fn, args)
 
 
 def _start_worker(names):

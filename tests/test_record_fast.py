@@ -16,12 +16,14 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tape
 from jit.families import layouts
 from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE
 from tape.core import record as R
-from tape.core import reductions
+from tape.core import index_plans, reductions
 from tape.core.state import state
 
 from _fd import check_vjp
@@ -279,7 +281,7 @@ def test_basic_key_records_the_general_row(shape, key):
 
     _same(_record(lambda x: _twice(R.getitem, x), a),
           _record(lambda x: _twice(_old_getitem, x), a))
-    R._BASIC_MAPS.clear()  # and with the shape's map not yet cached
+    index_plans._BASIC_MAPS.clear()  # and with the shape's map not yet cached
     _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
 
 
@@ -304,7 +306,7 @@ def test_integer_key_records_the_general_row(shape, key, dtype):
         np.dtype(dtype).kind == "i" else np.asarray(key)
     a = np.arange(math.prod(shape), dtype=np.float64).reshape(shape) + 0.25
     _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
-    R._INT_MAPS.clear()
+    index_plans._INT_MAPS.clear()
     _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
 
 
@@ -468,3 +470,145 @@ def test_matmul_plan_follows_blas_flops(monkeypatch):
     monkeypatch.undo()
     _, t = _record(lambda x, y: x @ y, a, b)
     assert t["rows"][6] == OPCODE["matmul"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The recording tape read once (state.rec): every op's direct row against Tape.row's
+
+
+@contextlib.contextmanager
+def _general_rows():
+    """Record with ``state.rec`` None while the tape and grad stay as they are: every op then
+    takes its general branch (``general_tape`` and ``Tape.row``), as under saved_tensors_hooks."""
+    state.rec = None
+    try:
+        yield
+    finally:
+        state.tape = state.tape  # (rec again from tape, grad and saved_hooks)
+
+
+def _w5_mix(shape, c, steps, keys):
+    """W5's op mix and the other direct paths on arrays of `shape`: None-index reshapes,
+    broadcasts, same-shape ops, Python floats on either side, a NumPy constant, unary ufuncs,
+    reductions, basic and integer keys, where, matmul, 0-d operators."""
+    n = shape[0]
+    cst = np.linspace(0.5, 1.5, n)
+    rows = np.arange(n)[::-1].copy()
+    mask = (np.arange(math.prod(shape)) % 3 == 0).reshape(shape)
+
+    def f(p, q, s):
+        acc = s * 1.0
+        for k in range(steps):
+            d = p[None] - p[:, None]
+            r2 = np.sum(d * d, axis=-1) + c
+            w = cst[None, :] / (r2 * np.sqrt(r2))
+            a = np.sum(d * w[..., None], axis=1)
+            q = q + (0.5 * c) * a
+            p = p - c * q
+            p = np.where(mask, np.exp(-p), np.tanh(p)) - p[rows] + (p @ np.ones(shape[1:] +
+                                                                             shape[1:]))
+            for key in keys:
+                p = p + p[key] * 0.25 if p[key].shape == p.shape else p
+            acc = acc * s + (2.0 - s) / (1.0 + s * s) - float(k)
+        return p, q, acc
+
+    return f
+
+
+@settings(max_examples=25, deadline=None, database=None)
+@given(n=st.integers(1, 5), m=st.integers(1, 4), c=st.sampled_from([0.1, 2.0, 0.5]),
+       steps=st.integers(1, 3), grads=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+       keys=st.lists(st.sampled_from([(slice(None), slice(None)), (slice(None, None, -1),),
+                                      (Ellipsis, slice(None)), (slice(None), slice(1, None))]),
+                     max_size=2))
+def test_direct_rows_are_tape_rows(n, m, c, steps, grads, keys):
+    """The direct rows (``array_row``, the inlined 0-d and float-constant rows) record what
+    ``Tape.row`` and ``result`` record, rows, side rows, ints and values, in any op mix."""
+    rng = np.random.default_rng(n * 10 + m)
+    p, q = rng.normal(size=(n, m)), rng.normal(size=(n, m))
+    f = _w5_mix((n, m), c, steps, keys)
+
+    def total(*xs):
+        zp, zq, acc = f(*xs)
+        return R._binary(OPCODE["add"], np.sum(zp * zq), acc)
+
+    def general(*xs):
+        with _general_rows():
+            return total(*xs)
+
+    _same(_record(total, p, q, 0.7, grad=grads), _record(general, p, q, 0.7, grad=grads))
+
+
+def test_rec_follows_grad_tape_and_saved_hooks():
+    x = tape.tensor(np.arange(3.0), requires_grad=True)
+    with _fresh_tape():
+        y = x * 2.0
+        assert state.rec is state.tape is y._tape
+        with tape.no_grad():
+            assert state.rec is None
+            assert not (x * 2.0).requires_grad
+        assert state.rec is state.tape
+        with tape.graph.saved_tensors_hooks(lambda v: v, lambda v: v):
+            assert state.rec is None
+            z = y * y  # recorded by Tape.row: the value packed
+            assert state.tape.packed
+        assert state.rec is state.tape  # (packed rows end their tape: a new one is next)
+        w = y * 3.0
+        assert state.rec is state.tape is w._tape
+        (z.sum() + w.sum()).backward()  # seals the tape: the next op starts a new one
+        assert state.rec is state.tape is None
+        np.testing.assert_allclose(x.grad, 8.0 * np.arange(3.0) + 6.0)
+
+
+def test_each_thread_records_on_its_own_tape():
+    import threading
+
+    x = tape.tensor(np.arange(4.0), requires_grad=True)
+    out = {}
+
+    def work(name):
+        out[name] = ((x * 2.0) + np.sin(x)).sum()
+        out[name + " tape"] = state.tape
+
+    with _fresh_tape():
+        main = x * 1.0
+        threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(3)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        tapes = {id(out[f"t{i} tape"]) for i in range(3)} | {id(state.tape)}
+        assert len(tapes) == 4 and main._tape is state.tape
+    for i in range(3):
+        (g,) = tape.autograd.grad(out[f"t{i}"], [x])
+        np.testing.assert_allclose(g, 2.0 + np.cos(np.arange(4.0)))
+
+
+def test_direct_rows_roll_where_tape_rows_roll(monkeypatch):
+    """array_row seals a tape past the tape module's MAX_ROWS, as Tape.row does: the same rows
+    on the same tapes either way, and the gradient across the links is the same."""
+    import tape.core.tape as tape_module
+
+    monkeypatch.setattr(tape_module, "MAX_ROWS", 7)
+    p0 = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+
+    def f(p, general):
+        ctx = _general_rows() if general else contextlib.nullcontext()
+        tapes = []
+        with ctx:
+            for _ in range(4):
+                p = np.sin(p) * p + 0.5 * p[None][0]
+                tapes.append((p._tape.id, p._slot))
+                if general:
+                    state.rec = None  # (a rolled tape's successor sets rec again)
+        return np.sum(p), tapes
+
+    runs = []
+    for general in (False, True):
+        with _fresh_tape():
+            x = tape.tensor(p0, requires_grad=True)
+            y, tapes = f(x, general)
+            (g,) = tape.autograd.grad(y, [x])
+            runs.append(([slot for _, slot in tapes], len({i for i, _ in tapes}), g))
+    assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1] > 1
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])

@@ -1,6 +1,8 @@
 """A warm process start (jit/_cache.py): a new process whose kernels are in the cache loads them
-without importing SciPy (Numba's BLAS check would import ``scipy.linalg``, ~0.3 s), and Numba's
-answer to that check is still the real one as soon as anything is compiled."""
+without installing Numba's typing and lowering registries (only a compile reads them) and without
+importing SciPy (Numba's BLAS check would import ``scipy.linalg``, ~0.3 s); a cached object is
+linked only once every symbol it uses is in the process, else after Numba's registries load; and
+a later compile finds Numba as it would have been (registries, the real BLAS answer)."""
 from __future__ import annotations
 
 import os
@@ -30,7 +32,7 @@ def lorenz(p):
 
 g = tape.grad(lorenz)(np.array([10.0, 28.0, 8.0 / 3.0]))
 print(repr(float(np.linalg.norm(g))), repr(float(g.sum())))
-print("scipy.linalg" in sys.modules)
+print("scipy.linalg" in sys.modules, "numba.np.npyimpl" in sys.modules)  # (registries: npyimpl)
 """
 
 _COMPILE_AFTER_LOAD = """
@@ -63,10 +65,11 @@ def test_a_warm_w1_gradient_does_not_import_scipy(tmp_path):
     assert first.returncode == 0, first.stderr
     r = _run(_LORENZ, tmp_path)
     assert r.returncode == 0, r.stderr
-    norm, total, scipy_imported = r.stdout.split()
+    norm, total, scipy_imported, registries = r.stdout.split()
     assert float(norm) == pytest.approx(3.353406921145e+02, rel=1e-10)  # docs' W1 values
     assert float(total) == pytest.approx(3.523801831415e+02, rel=1e-10)
     assert scipy_imported == "False"
+    assert registries == "False"
     assert r.stderr == ""  # and silently: a load, no compile
 
 
@@ -97,3 +100,137 @@ def test_without_scipy_numba_finds_no_blas(tmp_path):
     value, line = r.stdout.split("\n")[:2]
     assert float(value) == 9.0  # Numba's own loop
     assert line == "False False"
+
+
+_EVERY_ENTRY = """
+import importlib, sys
+import jit
+from jit import _cache, _cache_load
+from numba.core.registry import cpu_target
+refreshes = []
+real = cpu_target.target_context.refresh
+cpu_target.target_context.refresh = lambda: refreshes.append(1) or real()
+loaded = 0
+for module, name in jit.WARMUP:
+    fn, args = _cache.entry(importlib.import_module(module), name)
+    loaded += _cache_load.load_cached(fn, args)  # (False: not cached; nothing compiled)
+from numba.core.runtime.nrt import rtsys
+print(loaded, len(refreshes), "numba.np.npyimpl" in sys.modules, rtsys._init)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF object files")
+def test_every_cached_entry_links_without_numbas_registries(tmp_path):
+    """What tapejit's kernels call is in the process once Numba's contexts are made and NRT's C
+    functions registered: no entry of the warm-up needs the registries' refresh to load (a kernel
+    that starts calling a symbol registered by a registry would load after a refresh, and fail
+    this test)."""
+    r = _run(_EVERY_ENTRY, tmp_path)
+    assert r.returncode == 0, r.stderr
+    loaded, refreshes, registries, nrt_compiled = r.stdout.split()
+    assert int(loaded) >= 1  # (the W1 test above fills the cache of its entries)
+    assert (refreshes, registries) == ("0", "False")
+    assert nrt_compiled == "False"  # (NRT's LLVM functions: inlined in each entry's code)
+
+
+_UNLINKABLE = """
+import sys
+import numpy as np, tape
+from jit import _cache_load
+_cache_load._all_here = lambda names, engine: False  # as if a symbol were missing
+""" + _LORENZ.split("import numpy as np, tape", 1)[1]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+def test_an_entry_needing_a_missing_symbol_loads_after_the_registries(tmp_path):
+    first = _run(_LORENZ, tmp_path)
+    assert first.returncode == 0, first.stderr
+    r = _run(_UNLINKABLE, tmp_path)
+    assert r.returncode == 0, r.stderr
+    norm, total, _, registries = r.stdout.split()
+    assert float(norm) == pytest.approx(3.353406921145e+02, rel=1e-10)
+    assert registries == "True"  # Numba's refresh ran before the load
+    assert r.stderr == ""  # still a load
+
+
+def _object_file(ir):
+    llvm = pytest.importorskip("llvmlite.binding")
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    machine = llvm.Target.from_default_triple().create_target_machine()
+    return machine.emit_object(llvm.parse_assembly(ir))
+
+
+_IR = """
+@counter = global i64 0
+declare double @tapejit_test_absent(double)
+declare double @exp(double)
+define internal double @helper(double %x) {
+  %y = call double @exp(double %x)
+  ret double %y
+}
+define double @f(double %x) {
+  %y = call double @tapejit_test_absent(double %x)
+  %z = call double @helper(double %y)
+  ret double %z
+}
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF object files")
+def test_the_symbols_of_an_object_file():
+    from numba.core.registry import cpu_target
+
+    from jit._cache_load import _all_here, _object_symbols
+    from jit._elf import symbols
+
+    cpu_target.target_context  # (its execution engine makes the process's symbols visible)
+    obj = _object_file(_IR)
+    defined, undefined = symbols(obj)
+    assert undefined == {"tapejit_test_absent", "exp"}
+    assert defined == {"f", "helper", "counter"}
+
+    class Engine:  # the symbols defined by code already loaded: none
+        def is_symbol_defined(self, name):
+            return False
+
+    assert not _all_here(undefined, Engine())  # tapejit_test_absent is nowhere
+    assert _all_here({"exp"}, Engine())  # libm's, in the process
+    assert _object_symbols((("lib", "object", (obj, b"")), None)) == (defined, undefined)
+    assert symbols(b"\xcf\xfa\xed\xfe" + bytes(60)) is None  # Mach-O: not known
+    for broken in (obj[:70], obj[:len(obj) // 2], b""):  # truncated: not known, no exception
+        assert symbols(broken) is None
+    assert _object_symbols((("lib", "bitcode", b""),)) is None
+    assert _object_symbols(((),)) is None
+
+
+_LINKED_INTO_A_COMPILE = """
+import numba, numpy as np
+import jit
+from tape.core.arrays import _FIELD  # (where an array object holds its data pointer)
+
+data_pointers = jit.data_pointers  # loaded from the cache, its bitcode not parsed
+library = data_pointers.overloads[next(iter(data_pointers.overloads))].library
+print(sum(1 for f in library._shared_module.functions if not f.is_declaration))
+
+@numba.njit
+def first_pointer(ids, field, out):  # links data_pointers' library into its own
+    data_pointers(ids, field, out)
+    return out[0]
+
+x = np.arange(3.0)
+print(first_pointer(np.array([id(x)]), _FIELD, np.zeros(1, np.int64)) == x.ctypes.data)
+print(sum(1 for f in library._shared_module.functions if not f.is_declaration) > 0)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF object files")
+def test_a_compile_calling_a_loaded_entry_links_its_real_bitcode(tmp_path):
+    """The bitcode a load skipped is parsed before a later compile links the library: the
+    caller's code then holds the callee's (as Numba's own load would give it), rather than a call
+    to a symbol only this process defines."""
+    r = _run(_LINKED_INTO_A_COMPILE, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "True", "True"]

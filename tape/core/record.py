@@ -18,11 +18,14 @@ from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE, OWN_VALUE,
 from .arrays import _FIELD
 from .broadcast_plans import broadcast_map, strided_broadcast
 from .conversions import conversion_error
+from .index_plans import _BASIC_MAPS, _hashable, basic_plan, index_map, integer_map
 from .scalar_rules import SCALAR
 from .state import state
 from .tape import MAX_ROWS, current_tape
-from .tensor import Tensor, import_slot, plain, raw, recording, result, slot_in
+from .tensor import Tensor, array_row, general_tape, import_slot, plain, raw, recording, \
+    recording_tape, result, slot_in
 from .values import check_dtype, constant
+from .value_pool import MIN_CELLS as POOLED, into, take, unary_into
 
 
 GATHER = OPCODE["gather"]
@@ -84,7 +87,7 @@ def own_unary(code, xv):
     ``check_dtype``."""
     x = xv if type(xv) is np.ndarray and xv.dtype is F64 and xv.flags.c_contiguous else \
         np.asarray(xv, dtype=F64, order="C")
-    y = np.empty(x.shape)
+    y = np.empty(x.shape) if x.size < POOLED else take(x.shape, x.size)
     ax = _handle(x)
     _run(code, ax, ax, _handle(y), y.size, _FIELD_OFFSET, _NO_IA)
     return y if y.ndim else float(y)
@@ -102,7 +105,7 @@ def own_binary(code, av, bv):
         return None
     shape = a.shape if a.shape == b.shape or not b.ndim else b.shape if not a.ndim else \
         np.broadcast_shapes(a.shape, b.shape)
-    y = np.empty(shape)
+    y = np.empty(shape) if a.size * b.size < POOLED else take(shape, math.prod(shape))
     n = y.size
     if n == 0:
         return y
@@ -133,10 +136,12 @@ def unary(code, x):
         xv = float(xv)  # a 0-d leaf (its buffer is an array) takes the 0-d path
     if type(xv) is float:
         y = SCALAR[code](xv)
-        if x._rg and state.grad:
-            t = state.tape
+        if x._rg:
+            t = state.rec
             if t is None or t.sealed:
-                t = current_tape()
+                t = general_tape()
+                if t is None:
+                    return plain(y)
             sx = x._slot if x._tape is t else import_slot(t, x)
             slot = len(t.sv)
             t.sv.append(y)
@@ -148,16 +153,18 @@ def unary(code, x):
     if code in OWN_VALUE:
         y = own_unary(code, xv)
     else:
-        y = TABLE[code].ufunc(xv)
+        y = TABLE[code].ufunc(xv) if xv.size < POOLED else unary_into(TABLE[code].ufunc, xv)
         if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
                 or not y.ndim:
             y = check_dtype(y, TABLE[code].name)
-    if x._rg and state.grad:
-        t = state.tape
-        if t is None or t.sealed:
-            t = current_tape()
-        return result(y, t, t.row(code, x._slot if x._tape is t else import_slot(t, x), -1, y,
-                                  _size(y)))
+    if x._rg:
+        t = state.rec
+        if t is not None and not t.sealed and type(y) is not float:
+            return array_row(t, code, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                             y.size)
+        t = general_tape()
+        if t is not None:
+            return result(y, t, t.row(code, slot_in(t, x), -1, y, _size(y)))
     return plain(y)
 
 
@@ -188,17 +195,20 @@ def binary(code, a, b):
 
 def _same_shape(code, a, b, av, bv):
     """``binary`` of two array tensors of one shape: no broadcast to settle."""
-    y = own_binary(code, av, bv) if code in OWN_VALUE else TABLE[code].ufunc(av, bv)
+    y = own_binary(code, av, bv) if code in OWN_VALUE else TABLE[code].ufunc(av, bv) \
+        if av.size < POOLED else into(TABLE[code].ufunc, av, bv)
     if y.dtype is not F64 or not y.flags.c_contiguous:
         y = check_dtype(y, TABLE[code].name)
-    if not ((a._rg or b._rg) and state.grad):
+    if not (a._rg or b._rg):
         return plain(y)
-    t = state.tape
+    t = state.rec
     if t is None or t.sealed:
-        t = current_tape()
-    sa = a._slot if a._tape is t else import_slot(t, a)
-    sb = b._slot if b._tape is t else import_slot(t, b)
-    return result(y, t, t.row(code, sa, sb, y, y.size))
+        t = general_tape()
+        if t is None:
+            return plain(y)
+        return result(y, t, t.row(code, slot_in(t, a), slot_in(t, b), y, y.size))
+    return array_row(t, code, a._slot if a._tape is t else import_slot(t, a),
+                     b._slot if b._tape is t else import_slot(t, b), y, y.size)
 
 
 def _with_float(code, x, c, xv, reflected):
@@ -207,20 +217,35 @@ def _with_float(code, x, c, xv, reflected):
     if code in OWN_VALUE:
         y = own_binary(code, c, xv) if reflected else own_binary(code, xv, c)
     else:
-        y = TABLE[code].ufunc(c, xv) if reflected else TABLE[code].ufunc(xv, c)
+        f = TABLE[code].ufunc
+        y = (f(c, xv) if reflected else f(xv, c)) if xv.size < POOLED else \
+            into(f, c, xv) if reflected else into(f, xv, c)
     if y.dtype is not F64 or not y.flags.c_contiguous:
         y = check_dtype(y, TABLE[code].name)
-    if not (x._rg and state.grad):
+    if not x._rg:
         return plain(y)
-    t = state.tape
+    t = state.rec
     if t is None or t.sealed:
-        t = current_tape()
+        t = general_tape()
+        if t is None:
+            return plain(y)
+        if reflected:
+            sc = t.scalar_const(c)
+            return result(y, t, t.row(code | ONE_A << FLAG_SHIFT, sc, slot_in(t, x), y, y.size))
+        sx = slot_in(t, x)
+        return result(y, t, t.row(code | ONE_B << FLAG_SHIFT, sx, t.scalar_const(c), y, y.size))
+    # (the shared constant's slot read directly: scalar_const adds it the first time)
     if reflected:
-        sc = t.scalar_const(c)
-        return result(y, t, t.row(code | ONE_A << FLAG_SHIFT, sc,
-                                  x._slot if x._tape is t else import_slot(t, x), y, y.size))
+        sc = t.consts.get(c) if c else None
+        if sc is None:
+            sc = t.scalar_const(c)
+        return array_row(t, code | ONE_A << FLAG_SHIFT, sc,
+                         x._slot if x._tape is t else import_slot(t, x), y, y.size)
     sx = x._slot if x._tape is t else import_slot(t, x)
-    return result(y, t, t.row(code | ONE_B << FLAG_SHIFT, sx, t.scalar_const(c), y, y.size))
+    sc = t.consts.get(c) if c else None
+    if sc is None:
+        sc = t.scalar_const(c)
+    return array_row(t, code | ONE_B << FLAG_SHIFT, sx, sc, y, y.size)
 
 
 def _binary(code, a, b):
@@ -247,10 +272,8 @@ def _binary(code, a, b):
         av = float(av)
     if type(av) is float and type(bv) is float:
         y = SCALAR[code](av, bv)
-        if (ra or rb) and state.grad:
-            t = state.tape
-            if t is None or t.sealed:
-                t = current_tape()
+        t = recording_tape() if ra or rb else None
+        if t is not None:
             sa = a._slot if (ra and a._tape is t) else slot_in(t, a)
             sb = b._slot if (rb and b._tape is t) else slot_in(t, b)
             slot = len(t.sv)
@@ -270,11 +293,9 @@ def _binary(code, a, b):
             from None
     if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
         y = check_dtype(y, p.name)
-    if not ((ra or rb) and state.grad):
+    t = recording_tape() if ra or rb else None
+    if t is None:
         return plain(y)
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
     n = 1 if type(y) is float else y.size
     sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, _shape(y), n)
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
@@ -316,28 +337,33 @@ def _broadcast(code, a, b, av, bv):
     constant), so a tape keeps them per pair of shapes after the first such row."""
     p = TABLE[code]
     try:
-        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv)
+        y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv) \
+            if av.size * bv.size < POOLED else into(p.ufunc, av, bv)
     except ValueError as e:
         raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
     if y.dtype is not F64 or not y.flags.c_contiguous:
         y = check_dtype(y, p.name)
     ra = type(a) is Tensor and a._rg
     rb = type(b) is Tensor and b._rg
-    if not ((ra or rb) and state.grad):
+    if not (ra or rb):
         return plain(y)
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
+    t = state.rec
+    fast = t is not None and not t.sealed
+    if not fast:
+        t = general_tape()
+        if t is None:
+            return plain(y)
     n = y.size
-    key = ("binary", av.shape, bv.shape)
-    hit = t.index_cache.get(key)
+    hit = t.index_cache.get(("binary", av.shape, bv.shape))
     if hit is None:
         sa, sb, flags, iat = _operands(t, a, b, av, bv, ra, rb, y.shape, n)
-        t.index_cache[key] = (flags, iat)
+        t.index_cache[("binary", av.shape, bv.shape)] = (flags, iat)
     else:
-        flags, iat = hit
-        sa = slot_in(t, a)  # (in _operands' order: a's slot, then b's)
-        sb = slot_in(t, b)
+        flags, iat = hit  # (slots in _operands' order: a's, then b's)
+        sa = a._slot if type(a) is Tensor and a._tape is t else slot_in(t, a)
+        sb = b._slot if type(b) is Tensor and b._tape is t else slot_in(t, b)
+    if fast:
+        return array_row(t, code | flags << FLAG_SHIFT, sa, sb, y, n, iat)
     return result(y, t, t.row(code | flags << FLAG_SHIFT, sa, sb, y, n, iat))
 
 
@@ -410,11 +436,14 @@ def where(condition, x=None, y=None):
     shape = y.shape
     if y.dtype is not F64 or not shape or not y.flags.c_contiguous:
         y = check_dtype(y, "where")
-    if not ((type(a) is Tensor and a._rg or type(b) is Tensor and b._rg) and state.grad):
+    if not (type(a) is Tensor and a._rg or type(b) is Tensor and b._rg):
         return plain(y)
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
+    t = state.rec
+    fast = t is not None and not t.sealed and type(y) is not float
+    if not fast:
+        t = general_tape()
+        if t is None:
+            return plain(y)
     n = 1 if type(y) is float else y.size
     if type(a) is Tensor and type(av) is np.ndarray and av.size == n:  # (as _operand)
         sa, fa, ma = a._slot if a._tape is t else import_slot(t, a), 0, -1
@@ -427,7 +456,9 @@ def where(condition, x=None, y=None):
     code = WHERE
     if fa or fb or ma >= 0 or mb >= 0:
         code |= (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << FLAG_SHIFT
-    return result(y, t, t.row(code, sa, sb, y, n, _where_ints(t, ma, mb, mask, shape, n)))
+    iat = _where_ints(t, ma, mb, mask, shape, n)
+    return array_row(t, code, sa, sb, y, n, iat) if fast else result(y, t, t.row(code, sa, sb, y,
+                                                                                 n, iat))
 
 
 _WHERE_SHARED = 1 << 16  # larger masks are not compared (their ints dwarf the saving)
@@ -454,12 +485,7 @@ def _where_ints(t, ma, mb, mask, shape, n):
 
 
 # ---------------------------------------------------------------------------------------------
-# Index maps: every indexing and shape op is a gather y[i] = x[idx[i]]
-
-
-def index_map(shape, key):
-    """Flat source positions of x[key] for an array of `shape` (any NumPy index)."""
-    return np.arange(math.prod(shape), dtype=np.int64).reshape(shape)[key]
+# Indexing: every indexing and shape op is a gather y[i] = x[idx[i]] (maps: index_plans.py)
 
 
 def gather(x, idx, cache_key=None):
@@ -478,26 +504,6 @@ def gather(x, idx, cache_key=None):
     return result(y, t, t.row(GATHER, slot_in(t, x), -1, y, _size(y), off))
 
 
-_BASIC_MAPS = {}  # (shape, hashable basic key) -> (index map, is a pure reshape)
-
-
-def _hashable(key):
-    """A hashable form of a basic index (ints, slices, None, Ellipsis), or None."""
-    if type(key) is not tuple:
-        if type(key) is slice:
-            return (("s", key.start, key.stop, key.step),)
-        key = (key,)
-    out = []
-    for k in key:
-        if type(k) is slice:
-            out.append(("s", k.start, k.stop, k.step))
-        elif k is None or k is Ellipsis or type(k) is int:
-            out.append(k)
-        else:
-            return None
-    return tuple(out)
-
-
 def getitem(x, key):
     v = x._v
     if type(key) is int and type(v) is np.ndarray and v.ndim == 1 and v.shape[0] > 1 \
@@ -509,17 +515,22 @@ def getitem(x, key):
     hk = _hashable(key)  # (a basic key holds nothing plain_key changes)
     if hk is not None and type(v) is np.ndarray:
         hit = _BASIC_MAPS.get((v.shape, hk))
+        t = state.rec if x._rg else None
         if hit is not None and hit[1]:  # a key seen before that only reshapes (x[None, :])
-            return reshape(x, hit[0].shape)
-        if x._rg and state.grad:
-            t = state.tape
-            if t is not None and not t.sealed:
-                off = t.index_cache.get(("gather", v.shape, hk))
-                if off is not None:  # this slice of this shape is on the tape: its ints are there
-                    y = v[key]
-                    y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
-                    return result(y, t, t.row(GATHER, x._slot if x._tape is t else
-                                              import_slot(t, x), -1, y, _size(y), off))
+            if t is None or t.sealed or x._meta is not None or not hit[0].ndim:
+                return reshape(x, hit[0].shape)
+            y = v.reshape(hit[0].shape)  # (reshape's row, for a recorded array of no leaf)
+            return array_row(t, COPY, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                             y.size)
+        if t is not None and not t.sealed:
+            off = t.index_cache.get(("gather", v.shape, hk))
+            if off is not None:  # this slice of this shape is on the tape: its ints are there
+                y = v[key]
+                sx = x._slot if x._tape is t else import_slot(t, x)
+                if type(y) is np.ndarray and y.ndim:
+                    return array_row(t, GATHER, sx, -1, y.copy(), y.size, off)
+                y = check_dtype(y, "indexing")
+                return result(y, t, t.row(GATHER, sx, -1, y, _size(y), off))
     if hk is None:
         key = plain_key(key)
         if type(key) is np.ndarray and key.dtype.kind in "iu" and key.ndim \
@@ -527,20 +538,7 @@ def getitem(x, key):
             return _integer_gather(x, v, key)
         hk = _hashable(key)
     shape = _shape(v)
-    hit = _BASIC_MAPS.get((shape, hk)) if hk is not None else None
-    if hit is None:
-        idx = index_map(shape, key)
-        if not isinstance(idx, np.ndarray):
-            idx = np.asarray(idx, dtype=np.int64)
-        flat = idx.reshape(-1)
-        hit = (idx, idx.size == flat.size == math.prod(shape) and bool(
-            (flat == np.arange(flat.size)).all()))
-        if hk is not None:
-            if len(_BASIC_MAPS) > 1024:
-                _BASIC_MAPS.clear()
-            idx.flags.writeable = False
-            _BASIC_MAPS[(shape, hk)] = hit
-    idx, is_reshape = hit
+    idx, is_reshape = basic_plan(shape, key, hk)
     if is_reshape:
         return reshape(x, idx.shape)
     if hk is None:
@@ -552,9 +550,6 @@ def getitem(x, key):
     return gather(x, idx, cache_key=("gather", shape, hk))
 
 
-_INT_MAPS = {}  # ("gather", shape, integer key's dtype, shape and bytes) -> read-only index map
-
-
 def _integer_gather(x, v, key):
     """x[key] for an integer array key (not 0-d): NumPy's own fancy indexing for the value (its
     errors, as ``index_map`` raises them on an array of x's shape), the index map cached by the
@@ -563,37 +558,31 @@ def _integer_gather(x, v, key):
     y = v[key]
     if not y.flags.c_contiguous:
         y = check_dtype(y, "indexing")
-    if not (x._rg and state.grad):
+    if not x._rg:
         return plain(y)
+    t = state.rec
+    fast = t is not None and not t.sealed
+    if not fast:
+        t = general_tape()
+        if t is None:
+            return plain(y)
     shape = v.shape
     ck = ("gather", shape, key.dtype, key.shape, key.tobytes()) if key.size <= 4096 else None
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
     off = t.index_cache.get(ck) if ck is not None else None
     if off is None:
-        idx = _INT_MAPS.get(ck) if ck is not None else None
-        if idx is None:
-            idx = index_map(shape, key)
-            if ck is not None:
-                if len(_INT_MAPS) > 1024:
-                    _INT_MAPS.clear()
-                idx.flags.writeable = False
-                _INT_MAPS[ck] = idx
-        off = t.add_ints(idx)
+        off = t.add_ints(integer_map(shape, key, ck))
         if ck is not None:
             t.index_cache[ck] = off
-    return result(y, t, t.row(GATHER, x._slot if x._tape is t else import_slot(t, x), -1, y,
-                              y.size, off))
+    sx = x._slot if x._tape is t else import_slot(t, x)
+    return array_row(t, GATHER, sx, -1, y, y.size, off) if fast else \
+        result(y, t, t.row(GATHER, sx, -1, y, y.size, off))
 
 
 def _gathered(x, y, idx, cache_key):
     """The gather row y = x.ravel()[idx] (``gather``), its value y already computed."""
-    if not recording(x):
+    t = recording_tape() if x._rg else None
+    if t is None:
         return plain(y)
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
     off = t.index_cache.get(cache_key) if cache_key is not None else None
     if off is None:
         off = t.add_ints(idx)
@@ -697,15 +686,19 @@ def reshape(x, shape):
     xv = x._v
     y = xv.reshape(shape) if type(xv) is np.ndarray else np.reshape(xv, shape)
     y = float(y) if y.ndim == 0 else y
-    if not (x._rg and state.grad):
+    if not x._rg:
+        return plain(y if type(y) is float else y.copy())
+    t = state.rec
+    if t is not None and not t.sealed and type(y) is not float:
+        if x._meta is not None:
+            y = y.copy()  # a leaf's buffer may be updated in place later: the row keeps its own
+        return array_row(t, COPY, x._slot if x._tape is t else import_slot(t, x), -1, y, y.size)
+    t = general_tape()
+    if t is None:
         return plain(y if type(y) is float else y.copy())
     if type(y) is not float and x._meta is not None:
-        y = y.copy()  # a leaf's buffer may be updated in place later: the row keeps its own
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
-    return result(y, t, t.row(COPY, x._slot if x._tape is t else import_slot(t, x), -1, y,
-                              _size(y)))
+        y = y.copy()
+    return result(y, t, t.row(COPY, slot_in(t, x), -1, y, _size(y)))
 
 
 def transpose(x, axes=None):
@@ -750,20 +743,23 @@ def matmul(a, b):
         raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
                          "are not allowed; use * for scalars)")
     try:
-        y = np.matmul(av, bv)
+        y = np.matmul(av, bv) if av.size * bv.size < POOLED else into(np.matmul, av, bv)
     except ValueError as e:
         raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
     if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
         y = check_dtype(y, "matmul")
-    if not ((type(a) is Tensor and a._rg or type(b) is Tensor and b._rg) and state.grad):
+    if not (type(a) is Tensor and a._rg or type(b) is Tensor and b._rg):
         return plain(y)
+    t = state.rec
+    fast = t is not None and not t.sealed
+    if not fast:
+        t = general_tape()
+        if t is None:
+            return plain(y)
     plan = _MATMUL_PLANS.get((av.shape, bv.shape))
     if plan is None:
         plan = _matmul_plan(av.shape, bv.shape)
     sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key = plan
-    t = state.tape
-    if t is None or t.sealed:
-        t = current_tape()
     # (an operand whose batch is its own or none is its slot: _batch_operand's first cases)
     a_in, ba = (slot_in(t, a), ka) if ka >= 0 else _batch_operand(t, a, sa_shape, batch, B)
     b_in, bb = (slot_in(t, b), kb) if kb >= 0 else _batch_operand(t, b, sb_shape, batch, B)
@@ -776,6 +772,8 @@ def matmul(a, b):
     off = t.index_cache.get(key)
     if off is None:
         off = t.index_cache[key] = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
+    if fast and type(y) is not float:
+        return array_row(t, MATMUL, a_in, b_in, y, y.size, off)
     return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
 
 

@@ -13,8 +13,10 @@ from jit.table import OPCODE, TABLE
 from .record import _shape, _size, normalize_axes, reshape, transpose
 from .state import state
 from .tape import current_tape
-from .tensor import Tensor, import_slot, plain, recording, result, slot_in
+from .tensor import Tensor, array_row, general_tape, import_slot, plain, recording, result, \
+    slot_in
 from .values import check_dtype, constant
+from .value_pool import MIN_CELLS as POOLED, reduce_into
 
 
 def _prq(x, axes):
@@ -56,9 +58,10 @@ def reduce(name, x, axis=None, keepdims=False):
         plan = _REDUCE_PLANS.get((xv.shape, axis))
         if plan is not None:  # an array reduced over adjacent axes, seen before
             axes, P, R, Q = plan
-            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims)
+            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims) if P * Q < POOLED \
+                else reduce_into(_REDUCE_BY.get(ufunc, ufunc), xv, axes, keepdims)
             y = float(y) if type(y) is np.float64 else check_dtype(y, name)
-            if not (x._rg and state.grad):
+            if not (x._rg and (state.rec is not None or state.grad)):
                 return plain(y)
             return _reduce_row(code, x, y, P, R, Q)
     nd = 0 if type(xv) is float else xv.ndim
@@ -84,15 +87,19 @@ def reduce(name, x, axis=None, keepdims=False):
 
 def _reduce_row(code, xs, y, P, R, Q):
     """Record the reduce row of y over the (P, R, Q) view of xs."""
-    t = state.tape
+    t = state.rec
     if t is None or t.sealed:
-        t = current_tape()
+        t = general_tape()  # (not None: the caller records)
+        fast = False
+    else:
+        fast = type(y) is not float  # (a 0-d value goes to sv: Tape.row)
     key = ("prq", P, R, Q)
     off = t.index_cache.get(key)
     if off is None:
         off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
-    return result(y, t, t.row(code, xs._slot if xs._tape is t else import_slot(t, xs), -1, y,
-                              _size(y), off))
+    sx = xs._slot if xs._tape is t else import_slot(t, xs)
+    return array_row(t, code, sx, -1, y, y.size, off) if fast else \
+        result(y, t, t.row(code, sx, -1, y, _size(y), off))
 
 
 def scan(name, x, axis=None):

@@ -16,16 +16,22 @@ def _libm(name, nargs):
     """A libm function by ctypes: the one the kernels call, where Python's math has none (cbrt
     before 3.11) or its own (math.hypot is CPython's algorithm, an ulp from libm's)."""
     import ctypes
-    import ctypes.util
 
-    fn = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
+    try:  # the process's own symbols, where LLVM finds the kernels' libm calls (no search for
+        library = ctypes.CDLL(None)  # libm's file, which runs `ldconfig` in a subprocess)
+        fn = getattr(library, name)
+    except (TypeError, OSError, AttributeError):  # (Windows: no handle for the process)
+        import ctypes.util
+
+        fn = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
     fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double] * nargs
     return fn
 
 
 def python_scalar_namespace():
     ns = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
-    ns.setdefault("cbrt", _libm("cbrt", 1))  # math.cbrt is Python 3.11+
+    if "cbrt" not in ns:  # math.cbrt is Python 3.11+
+        ns["cbrt"] = _libm("cbrt", 1)
     ns["hypot"] = _libm("hypot", 2)
     ns.update(LN2=math.log(2.0), LN10=math.log(10.0), njit=lambda **kw: (lambda f: f), np=np)
     exec(HELPERS, ns)  # the same helper source the kernels use, as plain Python

@@ -13,6 +13,7 @@ lives as long as a tensor recorded on it (or a newer tape linking to it) lives.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 
 import numpy as np
@@ -23,6 +24,7 @@ from .arrays import build_arrays
 from .callsite import caller
 from .state import state
 from .saved_value import SavedValue
+from .value_pool import give_back
 
 CONST = OPCODE["const"]
 LEAF = OPCODE["leaf"]
@@ -143,7 +145,7 @@ class Tape:
         if type(value) is float:
             sv.append(value)
             av.append(None)
-        elif state.saved_hooks is None:
+        elif state.rec is self or state.saved_hooks is None:  # (rec: no hooks, one read)
             sv.append(0.0)
             av.append(value)
         elif code != LEAF and code != LINK:
@@ -232,7 +234,9 @@ class Tape:
         return self.built
 
     def release(self):
-        """Drop the values once every row has been swept without retain_graph."""
+        """Drop the values once every row has been swept without retain_graph; the memory of
+        large ones nothing else reads goes to the thread's next recordings (``value_pool``)."""
+        values, alone = self.av, []  # (`alone`: a list only this frame holds, for its count)
         self.rows = self.side = self.sv = self.av = self.ia = self.fa = self.packed = None
         self.built = None
         if self.functions:
@@ -240,6 +244,8 @@ class Tape:
                 node.release()
         self.functions = None
         self.released = True
+        if values and sys.getrefcount(values) == sys.getrefcount(alone):  # (no other holder)
+            give_back(values)
 
 
 def _refuse_packing(code):
@@ -264,6 +270,9 @@ def linked_tapes(tapes):
 
 
 def current_tape() -> Tape:
+    t = state.rec  # (the state's tape, when recording takes no further checks)
+    if t is not None and not t.sealed:
+        return t
     t = state.tape
     if t is None or t.sealed:  # sealed by a backward, maybe in another thread
         t = state.tape = Tape()

@@ -14,7 +14,8 @@ import numpy as np
 from .conversions import conversion_error
 from .hooks import SlotHooks
 from .state import state
-from .tape import LEAF, LINK, Tape, newest_tape_id, note_disorder
+from . import tape as _tape_module
+from .tape import LEAF, LINK, Tape, current_tape, newest_tape_id, note_disorder
 from .values import constant
 
 _new = object.__new__
@@ -307,6 +308,44 @@ def result(value, t, slot):
     return r
 
 
+def array_row(t, code, a, b, value, n, iat=0):
+    """``result(value, t, t.row(code, a, b, value, n, iat))`` in one call, for an array value
+    and t the thread's ``state.rec`` (not sealed: gradients recorded, no saved_tensors_hooks to
+    pack the value), so without ``Tape.row``'s checks. Ops on small arrays record thousands of
+    rows a step; their Python is most of such a step's time."""
+    sv = t.sv
+    slot = len(sv)
+    sv.append(0.0)
+    av = t.av
+    t.side_of[slot] = len(av)
+    av.append(value)
+    t.rows.extend((code, a, b))
+    t.side.extend((slot, n, iat, 0))
+    if slot >= _tape_module.MAX_ROWS:  # (the module's setting, as Tape.row reads it)
+        t.roll()
+    r = _new(Tensor)
+    r._v = value
+    r._tape = t
+    r._slot = slot
+    r._rg = True
+    r._meta = None
+    return r
+
+
+def general_tape():
+    """The tape of an op whose ``state.rec`` is None or sealed: None when gradients are not
+    recorded, else the current tape (a new one if needed). Such an op appends with ``Tape.row``,
+    which packs values under saved_tensors_hooks."""
+    return current_tape() if state.grad else None
+
+
+def recording_tape():
+    """The tape an op records on, read as the direct paths read it (``state.rec``, else
+    ``general_tape``): None when gradients are not recorded."""
+    t = state.rec
+    return t if t is not None and not t.sealed else general_tape()
+
+
 def plain(value):
     r = _new(Tensor)
     r._v = value
@@ -318,7 +357,7 @@ def plain(value):
 
 
 def recording(*xs) -> bool:
-    if not state.grad:
+    if state.rec is None and not state.grad:
         return False
     for x in xs:
         if type(x) is Tensor and x._rg:

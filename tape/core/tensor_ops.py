@@ -11,8 +11,8 @@ from . import guards as _guards, record as _record
 from .hooks import RemovableHandle
 from .record import binary, unary
 from .state import state
-from .tape import MAX_ROWS, current_tape
-from .tensor import Tensor, _new, install, is_operand, plain, raw, slot_in
+from .tape import MAX_ROWS
+from .tensor import Tensor, _new, general_tape, install, is_operand, plain, raw, slot_in
 from .values import check_dtype
 
 _NEG = OPCODE["neg"]
@@ -34,39 +34,36 @@ def set_comparison_results(fn):
 
 
 def _binop(name, reflected=False):
-    """The operator for a binary table row, with the 0-d fast path inlined.
+    """The operator for a binary table row, with the 0-d path and binary's array cases inlined.
 
     Scalar-heavy code (a Python loop over 0-d values) spends its time here, so the common case
-    (two 0-d floats, recording on) appends one row without any further Python call.
+    (two 0-d floats, recording on) appends one row without any further Python call; an op of
+    array tensors (W5's) calls binary's direct paths without binary's frame.
     """
     code = OPCODE[name]
     f = _record.SCALAR[code]
     same_shape, broadcast, with_float = _record._same_shape, _record._broadcast, \
         _record._with_float
 
-    def _array_op(self, other, to, sv):
-        """op with self an array: binary's first cases called without its frame (W5's ops)."""
-        if to is Tensor:
-            ov = other._v
-            if type(sv) is np.ndarray and type(ov) is np.ndarray and sv.ndim and ov.ndim:
-                if reflected:
-                    return same_shape(code, other, self, ov, sv) if ov.shape == sv.shape \
-                        else broadcast(code, other, self, ov, sv)
-                return same_shape(code, self, other, sv, ov) if ov.shape == sv.shape \
-                    else broadcast(code, self, other, sv, ov)
-        elif to is float or to is int:
-            other = float(other) if to is int else other
-            if type(sv) is np.ndarray and sv.ndim and sv.size != 1:
-                return with_float(code, self, other, sv, reflected)
-        elif not is_operand(other):
-            return NotImplemented
-        return binary(code, other, self) if reflected else binary(code, self, other)
-
     def op(self, other):
         to = type(other)
         sv = self._v
         if type(sv) is not float:  # an array tensor (or a 0-d leaf's buffer)
-            return _array_op(self, other, to, sv)
+            if to is Tensor:
+                ov = other._v
+                if type(sv) is np.ndarray and type(ov) is np.ndarray and sv.ndim and ov.ndim:
+                    if reflected:
+                        return same_shape(code, other, self, ov, sv) if ov.shape == sv.shape \
+                            else broadcast(code, other, self, ov, sv)
+                    return same_shape(code, self, other, sv, ov) if ov.shape == sv.shape \
+                        else broadcast(code, self, other, sv, ov)
+            elif to is float or to is int:
+                other = float(other) if to is int else other
+                if type(sv) is np.ndarray and sv.ndim and sv.size != 1:
+                    return with_float(code, self, other, sv, reflected)
+            elif not is_operand(other):
+                return NotImplemented
+            return binary(code, other, self) if reflected else binary(code, self, other)
         if to is Tensor:
             ov = other._v
             ro = other._rg
@@ -84,7 +81,13 @@ def _binop(name, reflected=False):
             return binary(code, other, self) if reflected else binary(code, self, other)
         y = f(ov, sv) if reflected else f(sv, ov)
         rs = self._rg
-        if not ((rs or ro) and state.grad):
+        if rs or ro:
+            t = state.rec  # (0-d rows keep their value in sv: saved_tensors_hooks pack none)
+            if t is None or t.sealed:
+                t = general_tape()
+        else:
+            t = None
+        if t is None:
             r = _new(Tensor)
             r._v = y
             r._tape = None
@@ -92,16 +95,15 @@ def _binop(name, reflected=False):
             r._rg = False
             r._meta = None
             return r
-        t = state.tape
-        if t is None or t.sealed:
-            t = current_tape()
         s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
         if ro and other._tape is t:
             s2 = other._slot
         elif to is Tensor:
             s2 = slot_in(t, other)
-        else:
-            s2 = t.scalar_const(ov)
+        else:  # a Python float: the tape's shared constant (scalar_const adds it once)
+            s2 = t.consts.get(ov) if ov else None
+            if s2 is None:
+                s2 = t.scalar_const(ov)
         vals = t.sv
         slot = len(vals)
         vals.append(y)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .value_pool import MIN_CELLS, take
+
+_F64 = np.dtype(np.float64)
+
 
 def check_dtype(y, what):
     """Turn a NumPy result into a canonical value: a float for 0-d, else a float64 array."""
@@ -32,6 +36,8 @@ def constant(x, what="constant"):
     """Canonical copy of a constant operand (Python scalar, NumPy array, nested list)."""
     if type(x) is float:
         return x
+    if type(x) is np.ndarray and x.dtype is _F64 and 0 < x.size < MIN_CELLS and x.ndim:
+        return x.copy()  # (small NumPy data in array code; C order)
     if isinstance(x, (int, np.integer, np.floating, np.bool_)):
         return float(x)
     if isinstance(x, np.ndarray):
@@ -40,7 +46,11 @@ def constant(x, what="constant"):
                             "(complex and object arrays are not supported)")
         if x.ndim == 0:
             return float(x)
-        return np.array(x, dtype=np.float64, order="C", copy=True)
+        if x.size < MIN_CELLS or type(x) is not np.ndarray:
+            return np.array(x, dtype=np.float64, order="C", copy=True)
+        y = take(x.shape, x.size)  # (a large copy: into kept memory, as recorded results)
+        np.copyto(y, x, casting="unsafe")
+        return y
     if isinstance(x, (complex, np.complexfloating)):
         raise TypeError(f"{what}: complex values are not supported")
     return constant(np.asarray(x), what)

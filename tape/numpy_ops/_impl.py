@@ -355,7 +355,8 @@ def _assemble(fn, xs, fill_value=0.0):
     for i, x in grad_xs:
         pos = np.flatnonzero((flat >= offs[i]) & (flat < offs[i + 1]))
         piece = gather(x, flat[pos] - offs[i])
-        y = rec.setitem(y, np.unravel_index(pos, value.shape), piece)
+        # (each output element has one source: every write wins, no index map to unravel)
+        y = rec.scatter_flat(y, piece, pos, np.ones(pos.size, bool), value.shape)
     return y
 
 

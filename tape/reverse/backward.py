@@ -26,6 +26,7 @@ from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
 from ..core.saved_value import BACKWARD_TWICE
+from ..core.value_pool import MIN_CELLS as POOLED, give_back, take
 
 # Rows whose reverse rule never reads an operand's value: a leaf modified in place after
 # recording is harmless when only these rows consume it.
@@ -656,8 +657,13 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
             args = (g[lo:hi], y[lo:hi], a[lo:hi], cut(b, lo, hi), bool(nd & NEED_A),
                     bool(nd & NEED_B))
         # (with `into`, the rule may write those adjoints' blocks itself, and return them)
-        ga, gb = (p.vjp(NUMPY, *args, out=into) if fresh & (WRITES_A | WRITES_B)
-                  else p.vjp(NUMPY, *args, **params))
+        if fresh & (WRITES_A | WRITES_B):
+            ga, gb = p.vjp(NUMPY, *args, out=into)
+        elif p.vjp_into and hi is None and not params:
+            _add_rule_through_kept_memory(p, args, adj, nd)
+            return
+        else:
+            ga, gb = p.vjp(NUMPY, *args, **params)
         for gs, to, into_s, bit in ((ga, adj[0], into[0], NEED_A), (gb, adj[1], into[1], NEED_B)):
             if nd & bit and gs is not into_s:
                 if fresh & bit:
@@ -691,6 +697,22 @@ def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
         rule()
     if fresh & ZEROES_OWN:
         g_block[...] = 0.0
+
+
+def _add_rule_through_kept_memory(p, args, adj, nd):
+    """Add the reverse rule's adjoints (a rule that writes into given arrays: ``vjp_into``) to
+    their blocks `adj`, the large ones computed into the thread's kept value memory and given
+    back after (``value_pool``): a new array each call would fault in fresh pages."""
+    bufs = [take(to.shape, to.size) if nd & bit and to.size >= POOLED else None
+            for to, bit in zip(adj, (NEED_A, NEED_B))]
+    ga, gb = p.vjp(NUMPY, *args, out=tuple(bufs))
+    to_a, to_b = adj
+    if nd & NEED_A:
+        to_a += np.reshape(ga, to_a.shape)
+    if nd & NEED_B:
+        to_b += np.reshape(gb, to_b.shape)
+    del ga, gb  # (the buffers' only references are now `bufs`' own)
+    give_back(bufs)
 
 
 # a batched matmul is split among threads from this many multiply-adds (W2's: 2.5 million)
