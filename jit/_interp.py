@@ -1547,7 +1547,7 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
             if nd == 0:
                 continue
             if i == top and lines > 0:  # each line's share of the sum's adjoint
-                ga = _run_adjoint(R[i, 1], 0, GO, need, block, base, r0, b0)
+                ga = _run_adjoint(R[i, 1], np.int64(0), GO, need, block, base, r0, b0)
                 _spread(G, ga, GO[i], b0, m, lines)
                 continue
             code = R[i, 0]
@@ -1803,8 +1803,8 @@ def _index_scratch(S):
     """Scratch for operands broadcast through an index map: 2 per element of the largest
     row."""
     m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
+    for row in range(S.shape[0]):  # (a loop: an array's .max() compiles Numba's take and sort)
+        m = max(m, S[row, 0])
     return np.empty(2 * m)
 
 
@@ -1818,7 +1818,10 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     away from the row-by-row reverse: the run is swept again, forward and reverse block by
     block from g itself, and g becomes the seed of the next call's forward. (``seed_pass``
     seeds only sums whose adjoint is the same on every call, a mean's 1/n, a constant
-    factor's: the sweep again happens on the first call only.) Returns the run's first row."""
+    factor's: the sweep again happens on the first call only.) Returns the run's first row, g,
+    and whether the run must be swept again from g, which the caller does: a call of
+    ``_forward_seeded_run`` here would link the whole run kernel into this function's own
+    compile unit, which LLVM then optimizes and emits once more (~5 s of a cold compile)."""
     g = G[GO[e]]
     if need[e] & CLEAR:
         G[GO[e]] = 0.0
@@ -1827,7 +1830,7 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     r0 = _forward_run_start(R, S, top, n)
     seed = _seed_of(R, G, e)
     if g == seed:  # the usual case: nothing to scale
-        return r0
+        return r0, g, False
     ratio = g / seed
     mantissa, _ = frexp(ratio)
     exact = abs(mantissa) == 0.5 and abs(ratio) >= 2.2250738585072014e-308 \
@@ -1839,11 +1842,7 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
             # (+ 0.0: a zero scaled by a negative ratio is -0.0, where the row-by-row reverse,
             # which adds its terms to a zeroed adjoint, leaves +0.0)
             _st(pG, o + j, _ld(pG, o + j) * ratio + 0.0 if exact else 0.0)
-    if not exact:
-        _forward_seeded_run(R, S, VA, GO, G, IA, FA, _index_scratch(S), need, r0, e, n,
-                            np.zeros(3), g)
-        G[_seed_cell(R, G, e)] = g
-    return r0
+    return r0, g, not exact
 
 
 @njit(error_model="numpy")
@@ -1880,8 +1879,8 @@ def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, F
     """The reverse of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
-    else:
-        _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+    else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
+        _reverse_binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
 @njit(error_model="numpy")
@@ -2292,7 +2291,12 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
             i = _reverse_scalars(R, sv, G, need, lo, i + 1)
             continue
         if seeded and nd & SEEDED:
-            i = _reverse_seeded(R, S, VA, GO, G, IA, FA, need, i)
+            r0, g, again = _reverse_seeded(R, S, VA, GO, G, IA, FA, need, i)
+            if again:  # forward and back from g itself; g seeds the next call's forward
+                _forward_seeded_run(R, S, VA, GO, G, IA, FA, _index_scratch(S), need, r0, i,
+                                    S[R[i - 1, 3], 0], np.zeros(3), g)
+                G[_seed_cell(R, G, i)] = g
+            i = r0
             continue
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
@@ -3002,10 +3006,12 @@ def _forward_run_start(R, S, top, n):
 @njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
 
 
 @njit(error_model="numpy", inline="always")
@@ -3040,7 +3046,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
                 _st(py, p0 + p, 0.0 + _pairwise_leaf(pt, p * lines, lines))
 
 
-@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_seeded)
+@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_rows)
 def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from `seed` on the last
@@ -3071,7 +3077,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
     if part[1] > 1:
         off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
     nleaves, starts, leaf_sums = _leaf_plan(size)
-    starts[:nleaves + 1] += off
+    for q in range(nleaves + 1):  # (a loop: a slice's += compiles Numba's string formatting)
+        starts[q] += off
     term = np.full(nr, -1, np.int64)  # rows whose one-element operand's terms are summed
     nt = 0
     for i in range(r0, r1):
@@ -3476,20 +3483,18 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
             lines = 0
             if e < hi:  # (a worker of a split run sums the lines of its blocks)
                 lines = _closing_sum(R, S, IA, e)
-            if lines > 0:  # the run and the sum of its last row's lines (even a run of one)
-                _forward_run(R, S, VA, IA, W, i, e, n, part, lines)
+            if lines == 0 and e > i + 1 and seeded and e < hi and need[e] & SEEDED:
+                seed = 1.0  # the run and its sum (a value-only plan has no arena)
+                if (need[e] & VALUES) == 0:
+                    seed = _seed_of(R, G, e)
+                _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
                 i = e
                 continue
-            if e > i + 1:
-                if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    seed = 1.0  # (a value-only plan has no arena)
-                    if (need[e] & VALUES) == 0:
-                        seed = _seed_of(R, G, e)
-                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
-                    i = e
-                    continue
-                _forward_run(R, S, VA, IA, W, i, e, n, part, 0)
-                i = e - 1
+            # a run, or with lines > 0 the run and the sum of its last row's lines (even a run
+            # of one); one call site: each inlined copy is typed and optimized again
+            if lines > 0 or e > i + 1:
+                _forward_run(R, S, VA, IA, W, i, e, n, part, lines)
+                i = e if lines > 0 else e - 1
                 continue
         iat = S[k, 1]
         py = VA[i]
@@ -3540,10 +3545,12 @@ def elementwise(code, a, b, y, n, field, IA):
     pb = b if field < 0 else _ld_word(b + field)
     py = y if field < 0 else _ld_word(y + field)
     W = np.empty(0)
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
 
 
 SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "

@@ -43,10 +43,12 @@ def _forward_run_start(R, S, top, n):
 @njit(error_model="numpy", inline="always")
 def _forward_elementwise(code, n, pa, pb, py, IA, W):
     """The values of one unary or binary row over n elements (the rows of a run)."""
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
 
 
 @njit(error_model="numpy", inline="always")
@@ -81,7 +83,7 @@ def _forward_run(R, S, VA, IA, W, r0, r1, n, part, lines):
                 _st(py, p0 + p, 0.0 + _pairwise_leaf(pt, p * lines, lines))
 
 
-@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_seeded)
+@njit(error_model="numpy")  # called, not inlined: two call sites (the second in _reverse_rows)
 def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed):
     """Rows r0..r1-1 and the full sum at r1 that closes them (seed_pass), block by block: the
     rows forward, the sum's share of the block, then the rows back from `seed` on the last
@@ -112,7 +114,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
     if part[1] > 1:
         off, size = _pairwise_piece(n, int(part[0]), int(part[1]))
     nleaves, starts, leaf_sums = _leaf_plan(size)
-    starts[:nleaves + 1] += off
+    for q in range(nleaves + 1):  # (a loop: a slice's += compiles Numba's string formatting)
+        starts[q] += off
     term = np.full(nr, -1, np.int64)  # rows whose one-element operand's terms are summed
     nt = 0
     for i in range(r0, r1):
@@ -390,20 +393,18 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
             lines = 0
             if e < hi:  # (a worker of a split run sums the lines of its blocks)
                 lines = _closing_sum(R, S, IA, e)
-            if lines > 0:  # the run and the sum of its last row's lines (even a run of one)
-                _forward_run(R, S, VA, IA, W, i, e, n, part, lines)
+            if lines == 0 and e > i + 1 and seeded and e < hi and need[e] & SEEDED:
+                seed = 1.0  # the run and its sum (a value-only plan has no arena)
+                if (need[e] & VALUES) == 0:
+                    seed = _seed_of(R, G, e)
+                _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
                 i = e
                 continue
-            if e > i + 1:
-                if seeded and e < hi and need[e] & SEEDED:  # the run and its sum
-                    seed = 1.0  # (a value-only plan has no arena)
-                    if (need[e] & VALUES) == 0:
-                        seed = _seed_of(R, G, e)
-                    _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, i, e, n, part, seed)
-                    i = e
-                    continue
-                _forward_run(R, S, VA, IA, W, i, e, n, part, 0)
-                i = e - 1
+            # a run, or with lines > 0 the run and the sum of its last row's lines (even a run
+            # of one); one call site: each inlined copy is typed and optimized again
+            if lines > 0 or e > i + 1:
+                _forward_run(R, S, VA, IA, W, i, e, n, part, lines)
+                i = e if lines > 0 else e - 1
                 continue
         iat = S[k, 1]
         py = VA[i]
@@ -438,7 +439,9 @@ def elementwise(code, a, b, y, n, field, IA):
     pb = b if field < 0 else _ld_word(b + field)
     py = y if field < 0 else _ld_word(y + field)
     W = np.empty(0)
+    # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
+    # not a second signature of each)
     if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, 0, pa, pb, py, IA, W)
+        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
     else:
-        _forward_binary(code, n, 0, pa, pb, py, IA, W)
+        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)

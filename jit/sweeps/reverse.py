@@ -257,7 +257,7 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
             if nd == 0:
                 continue
             if i == top and lines > 0:  # each line's share of the sum's adjoint
-                ga = _run_adjoint(R[i, 1], 0, GO, need, block, base, r0, b0)
+                ga = _run_adjoint(R[i, 1], np.int64(0), GO, need, block, base, r0, b0)
                 _spread(G, ga, GO[i], b0, m, lines)
                 continue
             code = R[i, 0]
@@ -513,8 +513,8 @@ def _index_scratch(S):
     """Scratch for operands broadcast through an index map: 2 per element of the largest
     row."""
     m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
+    for row in range(S.shape[0]):  # (a loop: an array's .max() compiles Numba's take and sort)
+        m = max(m, S[row, 0])
     return np.empty(2 * m)
 
 
@@ -528,7 +528,10 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     away from the row-by-row reverse: the run is swept again, forward and reverse block by
     block from g itself, and g becomes the seed of the next call's forward. (``seed_pass``
     seeds only sums whose adjoint is the same on every call, a mean's 1/n, a constant
-    factor's: the sweep again happens on the first call only.) Returns the run's first row."""
+    factor's: the sweep again happens on the first call only.) Returns the run's first row, g,
+    and whether the run must be swept again from g, which the caller does: a call of
+    ``_forward_seeded_run`` here would link the whole run kernel into this function's own
+    compile unit, which LLVM then optimizes and emits once more (~5 s of a cold compile)."""
     g = G[GO[e]]
     if need[e] & CLEAR:
         G[GO[e]] = 0.0
@@ -537,7 +540,7 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
     r0 = _forward_run_start(R, S, top, n)
     seed = _seed_of(R, G, e)
     if g == seed:  # the usual case: nothing to scale
-        return r0
+        return r0, g, False
     ratio = g / seed
     mantissa, _ = frexp(ratio)
     exact = abs(mantissa) == 0.5 and abs(ratio) >= 2.2250738585072014e-308 \
@@ -549,11 +552,7 @@ def _reverse_seeded(R, S, VA, GO, G, IA, FA, need, e):
             # (+ 0.0: a zero scaled by a negative ratio is -0.0, where the row-by-row reverse,
             # which adds its terms to a zeroed adjoint, leaves +0.0)
             _st(pG, o + j, _ld(pG, o + j) * ratio + 0.0 if exact else 0.0)
-    if not exact:
-        _forward_seeded_run(R, S, VA, GO, G, IA, FA, _index_scratch(S), need, r0, e, n,
-                            np.zeros(3), g)
-        G[_seed_cell(R, G, e)] = g
-    return r0
+    return r0, g, not exact
 
 
 @njit(error_model="numpy")
@@ -590,8 +589,8 @@ def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, F
     """The reverse of one unary or binary row over n elements (the rows of a run)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
-    else:
-        _reverse_binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+    else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
+        _reverse_binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
 @njit(error_model="numpy")
@@ -824,7 +823,12 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
             i = _reverse_scalars(R, sv, G, need, lo, i + 1)
             continue
         if seeded and nd & SEEDED:
-            i = _reverse_seeded(R, S, VA, GO, G, IA, FA, need, i)
+            r0, g, again = _reverse_seeded(R, S, VA, GO, G, IA, FA, need, i)
+            if again:  # forward and back from g itself; g seeds the next call's forward
+                _forward_seeded_run(R, S, VA, GO, G, IA, FA, _index_scratch(S), need, r0, i,
+                                    S[R[i - 1, 3], 0], np.zeros(3), g)
+                G[_seed_cell(R, G, i)] = g
+            i = r0
             continue
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:

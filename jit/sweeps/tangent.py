@@ -44,8 +44,8 @@ def tangent_sweep(R, S, VA, TO, sv, T, IA, FA, act, k, lo, hi):
     # scratch for one array row's partials (2 per element), allocated once: growing it inside
     # the loop made Numba refcount it on every row (the 0-d rows ran ~20% slower)
     m = 1
-    if S.shape[0] > 0:
-        m = max(m, S[:, 0].max())
+    for row in range(S.shape[0]):  # (a loop: an array's .max() compiles Numba's take and sort)
+        m = max(m, S[row, 0])
     D = np.empty(2 * m)
     X = np.empty(2 + 2 * m, np.int64)  # a strided row's index maps (``strided_maps``)
     IA0 = IA  # the tape's ints (IA: those the row's kernel reads)
