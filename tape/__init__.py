@@ -31,6 +31,7 @@ from .functional import grad, value_and_grad, vjp
 from .transforms.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
 from .core.saved_variable import SavedVariable
+from .memory import cached_bytes, empty_cache
 
 
 class _TensorArrayApi:
@@ -60,7 +61,8 @@ __all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load
            "no_grad", "enable_grad", "is_grad_enabled", "autograd", "graph", "numpy", "linalg",
            "pipelining", "forward_ad", "optimize", "jvp", "linearize", "jacfwd", "jacrev", "jacobian",
            "hessian", "hvp",
-           "grad", "value_and_grad", "vjp", "gradcheck", "gradgradcheck", "GradcheckError"]
+           "grad", "value_and_grad", "vjp", "gradcheck", "gradgradcheck", "GradcheckError",
+           "empty_cache", "cached_bytes"]
 
 
 def __getattr__(name):

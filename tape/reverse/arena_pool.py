@@ -107,3 +107,14 @@ def keep(buf: np.ndarray, G: np.ndarray) -> None:
         held = _spare.buf
         if held is None or buf.size > held.size:
             _spare.buf = buf
+
+
+def clear() -> None:
+    """Drop the calling thread's spare."""
+    _spare.buf = None
+
+
+def held_cells() -> int:
+    """How many float64 cells the calling thread's spare holds."""
+    buf = _spare.buf
+    return 0 if buf is None else buf.size
