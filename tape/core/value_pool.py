@@ -72,12 +72,7 @@ def into(f, a, b):
     key = (f, () if type(a) is float else a.shape, () if type(b) is float else b.shape)
     known = _SHAPES.get(key)
     if known is None:
-        y = f(a, b)
-        if type(y) is np.ndarray:
-            if len(_SHAPES) >= 1024:
-                _SHAPES.clear()
-            _SHAPES[key] = (y.shape, y.size)
-        return y
+        return _learnt(key, f(a, b))
     shape, n = known
     if (n < MIN_CELLS or n not in _pool.free or (type(a) is not float and a.dtype is not _F64)
             or (type(b) is not float and b.dtype is not _F64)):
@@ -91,12 +86,7 @@ def reduce_into(f, x, axes, keepdims):
     key = (f, x.shape, axes, keepdims)
     known = _SHAPES.get(key)
     if known is None:
-        y = f(x, axis=axes, keepdims=keepdims)
-        if type(y) is np.ndarray:
-            if len(_SHAPES) >= 1024:
-                _SHAPES.clear()
-            _SHAPES[key] = (y.shape, y.size)
-        return y
+        return _learnt(key, f(x, axis=axes, keepdims=keepdims))
     shape, n = known
     if n < MIN_CELLS or n not in _pool.free or x.dtype is not _F64:
         return f(x, axis=axes, keepdims=keepdims)
@@ -110,6 +100,15 @@ def unary_into(f, x):
 
 
 _SHAPES = {}  # (f, operands' shapes[, axes, keepdims]) -> (result's shape, size)
+
+
+def _learnt(key, y):
+    """y, NumPy's result for `key`, its shape and size noted for the next call."""
+    if type(y) is np.ndarray:
+        if len(_SHAPES) >= 1024:
+            _SHAPES.clear()
+        _SHAPES[key] = (y.shape, y.size)
+    return y
 
 
 def give_back(values) -> None:
