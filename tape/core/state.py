@@ -26,7 +26,7 @@ class _State(threading.local):
     @tape.setter
     def tape(self, t):
         self._tape = t
-        self.rec = t if self._grad and self._saved_hooks is None else None
+        self._set_rec()
 
     @property
     def grad(self):
@@ -35,7 +35,7 @@ class _State(threading.local):
     @grad.setter
     def grad(self, flag):
         self._grad = flag
-        self.rec = self._tape if flag and self._saved_hooks is None else None
+        self._set_rec()
 
     @property
     def saved_hooks(self):
@@ -44,8 +44,10 @@ class _State(threading.local):
     @saved_hooks.setter
     def saved_hooks(self, hooks):
         self._saved_hooks = hooks
-        self.rec = self._tape if self._grad and hooks is None else None
+        self._set_rec()
 
+    def _set_rec(self):
+        self.rec = self._tape if self._grad and self._saved_hooks is None else None
 
 state = _State()
 
