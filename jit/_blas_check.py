@@ -14,10 +14,13 @@ from __future__ import annotations
 import sys
 from importlib.util import find_spec
 
-from numba.core import event
+try:
+    from numba.core import event
+except ImportError:  # (a Numba without compiler events: its check runs as Numba runs it)
+    event = None
 
 
-class _CheckOnCompile(event.Listener):
+class _CheckOnCompile(event.Listener if event is not None else object):
     """Runs the real check (``arraymath._check_blas``) as Numba's first compiler pass starts, in
     place of its import."""
 
@@ -27,7 +30,8 @@ class _CheckOnCompile(event.Listener):
     def on_start(self, event):
         if not self.done:  # (an error of the check, as at Numba's import, fails each compile)
             self.arraymath.ensure_blas = self.real
-            self.arraymath._HAVE_BLAS = self.arraymath._check_blas()
+            if hasattr(self.arraymath, "_check_blas"):
+                self.arraymath._HAVE_BLAS = self.arraymath._check_blas()
             self.done = True
 
     def on_end(self, event):
@@ -38,7 +42,7 @@ def defer():
     """Defer the check to the first compile, unless ``numba.np.arraymath`` is imported already
     (its check then ran at that import); call before Numba refreshes its registries. On a Numba
     laid out otherwise this does nothing, and the check runs as Numba runs it."""
-    if "numba.np.arraymath" in sys.modules:
+    if event is None or "numba.np.arraymath" in sys.modules:
         return
     try:
         from numba.np import linalg
@@ -56,11 +60,13 @@ def defer():
         from numba.np import arraymath
     finally:
         linalg.ensure_blas = real
-    if getattr(arraymath, "ensure_blas", None) is scipy_installed and hasattr(arraymath,
-                                                                              "_check_blas"):
-        check = _CheckOnCompile(arraymath, real)
+    if getattr(arraymath, "ensure_blas", None) is not scipy_installed:
+        return  # (this Numba checks for BLAS some other way, and already has)
+    check = _CheckOnCompile(arraymath, real)
+    if hasattr(arraymath, "_check_blas"):
         try:
             event.register("numba:run_pass", check)
-        except (ValueError, TypeError):  # (no such event here: the real check runs now)
-            check.on_start(None)
-    # (else this Numba checks for BLAS some other way, and already has)
+            return
+        except (ValueError, TypeError):  # (no such event here)
+            pass
+    check.on_start(None)  # (the real check now, or at least the real function back)

@@ -270,3 +270,30 @@ def test_numbas_own_load_defers_the_blas_check_too(tmp_path):
     r = _run(_NUMBAS_OWN_LOAD, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "False"]
+
+
+_NO_PASS_EVENTS = """
+import sys
+from jit import _blas_check
+from numba.np import linalg
+
+refused = []
+
+def refuse(kind, listener):
+    refused.append(kind)
+    raise ValueError(kind)
+
+_blas_check.event.register = refuse  # a Numba without pass events: nothing to defer the check to
+_blas_check.defer()
+from numba.np import arraymath
+print(refused, arraymath.ensure_blas is linalg.ensure_blas, arraymath._HAVE_BLAS,
+      "scipy.linalg" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+def test_with_no_event_to_wait_for_the_real_check_runs_at_once(tmp_path):
+    pytest.importorskip("scipy")
+    r = _run(_NO_PASS_EVENTS, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["['numba:run_pass']", "True", "True", "True"]
