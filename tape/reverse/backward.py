@@ -22,6 +22,7 @@ from ..parallel.gemm import cached_native_pieces, native_pieces
 from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
 from . import arena_pool
+from .written_whole import written_whole
 from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
@@ -136,8 +137,12 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
         if want is not None:
             keep.update(x._slot for x in inputs if x._tape is t)
         summed = summed_operands(t, A, need, live, keep)
+    fresh, whole = None, ()
+    if not t.functions:  # (a Function's backward adds to blocks outside the rows)
+        fresh, whole = written_whole(t, A, need, adjoint_takers(A, need), summed or {},
+                                     [slot for slot, _ in tape_seeds])
 
-    GO, G = arena(A, live)
+    GO, G = arena(A, live, unzeroed=whole)
     for slot, s in tape_seeds:
         if live[slot]:  # a seed that reaches no source (e.g. a link into a tape of constants)
             o = GO[slot]
@@ -145,7 +150,7 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     hooked = [s for s in t.hooks if live[s]] if t.hooks else ()
     hubs = [s for s in t.functions if live[s]] if t.functions else ()
     sweep_segments(t, A, G, GO, need, live, hooked, hubs, retain_hooked=want is None,
-                   summed=summed)
+                   fresh=fresh, summed=summed)
 
     for slot, (leaf, _) in t.leaves.items():
         if live[slot]:
@@ -382,12 +387,14 @@ class _Unpacker:
         return sum(8 * int(self.A.size[s]) for s in self.live)
 
 
-def arena(A, mask, extra=0):
+def arena(A, mask, extra=0, unzeroed=()):
     """Offsets GO and a zeroed adjoint arena G for the slots in `mask`: 0-d slots at G[slot],
-    array slots packed after them, then `extra` more cells."""
+    array slots packed after them, then `extra` more cells. The blocks of the slots in
+    `unzeroed` may hold anything: one row writes each whole (``written_whole``)."""
     GO = np.empty(len(A.sv), np.int64)
     end = jit.arena_offsets(A.is_array, A.size, _bytes(mask), GO)
-    return GO, arena_pool.zeroed(end + extra)
+    holes = sorted((int(GO[s]), int(GO[s] + A.size[s])) for s in unzeroed)
+    return GO, arena_pool.zeroed(end + extra, holes)
 
 
 def _bytes(mask):
