@@ -132,14 +132,15 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
     swept = need | root
     summed = None
+    count = adjoint_takers(A, need)
     if t.escapes and not t.functions and not t.packed:  # (packed: values behind user hooks)
         keep = {slot for slot, _ in tape_seeds}.union(t.hooks or ())
         if want is not None:
             keep.update(x._slot for x in inputs if x._tape is t)
-        summed = summed_operands(t, A, need, live, keep)
+        summed = summed_operands(t, A, need, live, keep, count)
     fresh, whole = None, ()
     if not t.functions:  # (a Function's backward adds to blocks outside the rows)
-        fresh, whole = written_whole(t, A, need, adjoint_takers(A, need), summed or {},
+        fresh, whole = written_whole(t, A, need, count, summed or {},
                                      [slot for slot, _ in tape_seeds])
 
     GO, G = arena(A, live, unzeroed=whole)
@@ -553,7 +554,7 @@ def adjoint_takers(A, need):
     return np.bincount(takes[takes >= 0], minlength=len(A.sv))
 
 
-def summed_operands(t, A, need, live, keep):
+def summed_operands(t, A, need, live, keep, count=None):
     """Escape row -> (slot u, sign, u's shape aligned to a's) where the rule's operand a is a row
     ``x ± u`` (or ``u - x``) with u broadcast along a's rows (the product's M axis) and only u's
     adjoint needed, and only the escape takes a's adjoint: u's adjoint is then the escape's a
@@ -561,8 +562,10 @@ def summed_operands(t, A, need, live, keep):
     centring: the 2 MB adjoint of ``x - means`` and its 2.5 MFLOP product are never formed).
     Row a is then not swept and holds no adjoint; updates `need` and `live`. `keep`: slots
     whose own adjoint someone reads (outputs seeded, hooked tensors, inputs of a grad call).
-    The eager backward and compiled plans both sum this way, so their bits agree."""
-    count = adjoint_takers(A, need)
+    The eager backward and compiled plans both sum this way, so their bits agree. `count`:
+    ``adjoint_takers(A, need)``, when the caller has it."""
+    if count is None:
+        count = adjoint_takers(A, need)
     summed = {}
     for c in sorted(t.escapes):
         s = int(A.R[c, 1])

@@ -33,13 +33,11 @@ def written_whole(t, A, need, count, summed, seeded):
     """(fresh, blocks): `fresh` maps an escape row to the operand bits its rule writes whole
     (``_run_escape``), `blocks` lists the slots of MIN_CELLS cells or more that one row writes
     whole, which the arena need not zero. Sets need bits FRESH_A / FRESH_B on the swept rows
-    that write them. `count`: how many rows take each slot's adjoint (``adjoint_takers``),
-    `summed`: the escapes that add to another slot than their operand a (``summed_operands``),
-    `seeded`: slots whose blocks hold a seed before the sweep. Call only for a tape without
-    Function calls (their backward adds to blocks outside the rows)."""
+    that write them. `count`: how many rows take each slot's adjoint, ``adjoint_takers`` before
+    ``summed_operands`` (which moves the take of u from row a to the escape: the same count),
+    `summed`: those escapes, `seeded`: slots whose blocks hold a seed before the sweep. Call
+    only for a tape without Function calls (their backward adds to blocks outside the rows)."""
     count = count.tolist()  # (Python lists: a few reads per row, cheaper than NumPy scalars)
-    for u, _, _ in summed.values():
-        count[u] += 1
     for s in seeded:
         count[s] += 1  # (never written whole: the seed is in the block already)
     a, b = A.R[:, 1].tolist(), A.R[:, 2].tolist()
