@@ -178,10 +178,10 @@ def test_concatenate_gather_and_broadcast_operands(monkeypatch):
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.sampled_from([N - 1, N, N + 7, 3 * N]), k=st.integers(1, 3),
-       broadcast=st.booleans(), square=st.booleans())
-def test_chains_of_rows(n, k, broadcast, square):
+       broadcast=st.booleans(), last=st.sampled_from(["square", "twice", "exp", "cumsum"]))
+def test_chains_of_rows(n, k, broadcast, last):
     # chains of unary and binary rows around the size threshold, with and without a broadcast
-    # operand and the x * x row; the general path by retain_graph
+    # operand, ending in x * x, x + x, exp or cumsum; the general path by retain_graph
     rng = np.random.default_rng(n + k)
     x0 = rng.normal(size=n)
     s0 = rng.normal(size=(1,)) if broadcast else rng.normal(size=n)
@@ -196,7 +196,8 @@ def test_chains_of_rows(n, k, broadcast, square):
             u = x
             for _ in range(k):
                 u = np.sin(u) * s
-            u = u * u if square else np.exp(u)
+            u = {"square": lambda u: u * u, "twice": lambda u: u + u, "exp": np.exp,
+                 "cumsum": np.cumsum}[last](u)
             np.sum(u).backward(retain_graph=True)
             return x.grad, s.grad
         finally:
