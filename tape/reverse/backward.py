@@ -131,12 +131,12 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
     swept = need | root
-    summed = None
-    count = adjoint_takers(A, need)
+    summed = count = None
     if t.escapes and not t.functions and not t.packed:  # (packed: values behind user hooks)
         keep = {slot for slot, _ in tape_seeds}.union(t.hooks or ())
         if want is not None:
             keep.update(x._slot for x in inputs if x._tape is t)
+        count = adjoint_takers(A, need)
         summed = summed_operands(t, A, need, live, keep, count)
     fresh, whole = None, ()
     if not t.functions:  # (a Function's backward adds to blocks outside the rows)

@@ -35,8 +35,17 @@ def written_whole(t, A, need, count, summed, seeded):
     whole, which the arena need not zero. Sets need bits FRESH_A / FRESH_B on the swept rows
     that write them. `count`: how many rows take each slot's adjoint, ``adjoint_takers`` before
     ``summed_operands`` (which moves the take of u from row a to the escape: the same count),
-    `summed`: those escapes, `seeded`: slots whose blocks hold a seed before the sweep. Call
-    only for a tape without Function calls (their backward adds to blocks outside the rows)."""
+    or None, `summed`: those escapes, `seeded`: slots whose blocks hold a seed before the sweep.
+    Call only for a tape without Function calls (their backward adds to blocks outside the rows).
+    A tape without a block that large is left as it is: its arena is cheap to zero, and the
+    marks would cost a small backward more Python than they save."""
+    big = np.flatnonzero(A.size >= MIN_CELLS).tolist()
+    if not big:
+        return None, []
+    if count is None:
+        from .backward import adjoint_takers  # (backward imports this module)
+
+        count = adjoint_takers(A, need)
     count = count.tolist()  # (Python lists: a few reads per row, cheaper than NumPy scalars)
     for s in seeded:
         count[s] += 1  # (never written whole: the seed is in the block already)
@@ -57,7 +66,7 @@ def written_whole(t, A, need, count, summed, seeded):
         if bits:
             fresh[c] = bits
     code, nds = A.code.tolist(), need.tolist()
-    for j in np.flatnonzero(A.size >= MIN_CELLS).tolist():
+    for j in big:
         nd = nds[j]
         if not nd or not is_array[j] or not _SWEPT_ARRAY_ROW[code[j]]:
             continue
