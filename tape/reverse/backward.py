@@ -22,7 +22,7 @@ from ..parallel.gemm import cached_native_pieces, native_pieces
 from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
 from . import arena_pool
-from .written_whole import written_whole
+from .written_whole import adjoint_takers, written_whole
 from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
@@ -545,13 +545,6 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
         raise RuntimeError(BACKWARD_TWICE)
     _check_versions(t, A, live, need)
     return root, live, need
-
-
-def adjoint_takers(A, need):
-    """How many rows take each slot's adjoint (add to it in the reverse sweep)."""
-    a, b = A.R[:, 1], A.R[:, 2]
-    takes = np.concatenate([a[(need & NEED_A) != 0], b[(need & NEED_B) != 0]])
-    return np.bincount(takes[takes >= 0], minlength=len(A.sv))
 
 
 def summed_operands(t, A, need, live, keep, count=None):

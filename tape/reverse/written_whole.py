@@ -29,6 +29,13 @@ MIN_CELLS = 1 << 12  # 32 KiB: a block this large is worth a fill call less
 _SWEPT_ARRAY_ROW = [p.family not in ("input", "escape") for p in TABLE]  # by opcode
 
 
+def adjoint_takers(A, need):
+    """How many rows take each slot's adjoint (add to it in the reverse sweep)."""
+    a, b = A.R[:, 1], A.R[:, 2]
+    takes = np.concatenate([a[(need & NEED_A) != 0], b[(need & NEED_B) != 0]])
+    return np.bincount(takes[takes >= 0], minlength=len(A.sv))
+
+
 def written_whole(t, A, need, count, summed, seeded):
     """(fresh, blocks): `fresh` maps an escape row to the operand bits its rule writes whole
     (``_run_escape``), `blocks` lists the slots of MIN_CELLS cells or more that one row writes
@@ -43,8 +50,6 @@ def written_whole(t, A, need, count, summed, seeded):
     if not big:
         return None, []
     if count is None:
-        from .backward import adjoint_takers  # (backward imports this module)
-
         count = adjoint_takers(A, need)
     count = count.tolist()  # (Python lists: a few reads per row, cheaper than NumPy scalars)
     for s in seeded:
