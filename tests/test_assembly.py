@@ -112,7 +112,7 @@ def test_kept_placement_is_read_only_and_shared():
     for _ in range(2):
         tape.grad(lambda a: np.sum(np.concatenate([a, b], axis=1) ** 2))(a)
     place = _assembly._PLANS[(("concatenate", 1), ((2, 3), (2, 1)))]
-    assert not place.pos[0].flags.writeable and not place.flat.flags.writeable
+    assert not place.pos[0].flags.writeable and not place.win[0].flags.writeable
 
 
 def test_unhashable_axis_gives_numpys_error():
@@ -133,3 +133,17 @@ def test_same_sizes_other_shapes_get_their_own_placement():
                            argnums=(0, 1))(a, b)
         np.testing.assert_array_equal(ga, ct[:, :shape[1]])
         np.testing.assert_array_equal(gb, ct[:, shape[1]:])
+
+
+def test_large_placements_are_not_kept(monkeypatch):
+    monkeypatch.setattr(_assembly, "_PLANS", {})
+    monkeypatch.setattr(_assembly, "_kept", [0])
+    monkeypatch.setattr(_assembly, "_MAX_KEPT", 100)
+    a = np.ones(60)
+    tape.grad(lambda a: np.sum(np.concatenate([a, a])))(a)  # 120 elements: not kept
+    assert not _assembly._PLANS
+    b = np.ones(30)
+    tape.grad(lambda b: np.sum(np.concatenate([b, b])))(b)  # 60: kept
+    tape.grad(lambda b: np.sum(np.stack([b, b])))(b)  # 60 more: the kept ones dropped first
+    assert list(_assembly._PLANS) == [(("stack", 0), ((30,), (30,)))]
+    assert _assembly._kept[0] == 60

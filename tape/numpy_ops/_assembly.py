@@ -17,26 +17,30 @@ from ._dispatch import as_tensor
 
 _PLANS = {}  # (key, the inputs' shapes) -> _Placement
 _MAX_PLANS = 256
+_MAX_KEPT = 1 << 20  # output elements of the placements kept (~9 bytes each), all keys together
+_kept = [0]
 
 
 class _Placement:
-    """Where an assembled output's elements come from: `flat`, each output element's id (input
-    i's elements are offs[i]..offs[i+1]-1, -1 the fill), and per input its output positions
-    `pos[i]`, the flat index into the input each one reads `src[i]` (None: the input's own
-    order, so the scatter reads the input itself) and all-true win flags. Read-only arrays,
-    shared by every tape recorded with them."""
-    __slots__ = ("offs", "flat", "pos", "src", "win")
+    """Where an assembled output's elements come from: input i's elements have the ids
+    offs[i]..offs[i+1]-1 (-1 is the fill), `first` is the first output element's id (-1 for an
+    empty output), and per input its output positions `pos[i]`, the flat index into the input
+    each one reads `src[i]` (None: the input's own order, so the scatter reads the input itself)
+    and all-true win flags. Read-only arrays, shared by every tape recorded with them."""
+    __slots__ = ("offs", "first", "size", "pos", "src", "win")
 
     def __init__(self, fn, xs):
         offs = np.cumsum([0] + [x.size for x in xs])
         ids = [np.arange(offs[i], offs[i + 1], dtype=np.int64).reshape(x.shape)
                for i, x in enumerate(xs)]
         self.offs = offs.tolist()
-        self.flat = _frozen(np.asarray(fn(ids, -1)).reshape(-1))
+        flat = np.asarray(fn(ids, -1)).reshape(-1)
+        self.first = int(flat[0]) if flat.size else -1
+        self.size = flat.size
         self.pos, self.src, self.win = [], [], []
         for i, x in enumerate(xs):
-            pos = np.flatnonzero((self.flat >= offs[i]) & (self.flat < offs[i + 1]))
-            src = self.flat[pos] - offs[i]
+            pos = np.flatnonzero((flat >= offs[i]) & (flat < offs[i + 1]))
+            src = flat[pos] - offs[i]
             self.pos.append(_frozen(pos))
             self.src.append(None if np.array_equal(src, np.arange(x.size)) else _frozen(src))
             self.win.append(_frozen(np.ones(pos.size, bool)))
@@ -65,19 +69,21 @@ def assemble(fn, xs, fill_value=0.0, key=None):
             pk = None
     if place is None:
         place = _Placement(fn, xs)
-        if pk is not None:
-            if len(_PLANS) >= _MAX_PLANS:
+        if pk is not None and place.size <= _MAX_KEPT:
+            if len(_PLANS) >= _MAX_PLANS or _kept[0] + place.size > _MAX_KEPT:
                 _PLANS.clear()
+                _kept[0] = 0
             _PLANS[pk] = place
+            _kept[0] += place.size
     vals = [np.asarray(x._v) for x in xs]
     value = np.asarray(fn(vals, fill_value), dtype=np.float64)
     if not rec.recording(*xs):
         return plain(rec.check_dtype(value, "assemble"))
-    flat, offs = place.flat, place.offs
+    offs = place.offs
     if value.ndim == 0:  # one element: a gather from the input that holds it, or a constant
         for i, x in enumerate(xs):
-            if offs[i] <= flat[0] < offs[i + 1]:
-                return gather(x, np.array(flat[0] - offs[i], dtype=np.int64))
+            if offs[i] <= place.first < offs[i + 1]:
+                return gather(x, np.array(place.first - offs[i], dtype=np.int64))
         return plain(float(value))
     base = value.copy().reshape(-1)
     grad_xs = [(i, x) for i, x in enumerate(xs) if x.requires_grad]
