@@ -20,6 +20,7 @@ from ..core import record as rec
 from ..core import reductions
 from ..core.record import binary, gather, normalize_axes, unary
 from ..core.tensor import install, plain, raw
+from ._assembly import assemble as _assemble
 from ._dispatch import EXPORTS, as_tensor, implements
 
 
@@ -325,64 +326,30 @@ def _diag_fill(ids, k, fill):
     return out
 
 
-def _assemble(fn, xs, fill_value=0.0):
-    """Outputs built from the elements of several inputs (and constant fill).
-
-    fn(list of id arrays, fill id) applied to element ids says where each output element comes
-    from; the value is the same function applied to the values. Becomes one gather per input
-    that needs grad, scattered into a constant base.
-    """
-    xs = [as_tensor(x) for x in xs]
-    offs = np.cumsum([0] + [x.size for x in xs])
-    ids = [np.arange(offs[i], offs[i + 1], dtype=np.int64).reshape(x.shape)
-           for i, x in enumerate(xs)]
-    out_ids = np.asarray(fn(ids, -1))
-    vals = [np.asarray(x._v) for x in xs]
-    value = np.asarray(fn(vals, fill_value), dtype=np.float64)
-    if not rec.recording(*xs):
-        return plain(rec.check_dtype(value, "assemble"))
-    flat = out_ids.reshape(-1)
-    if value.ndim == 0:  # one element: a gather from the input that holds it, or a constant
-        for i, x in enumerate(xs):
-            if offs[i] <= flat[0] < offs[i + 1]:
-                return gather(x, np.array(flat[0] - offs[i], dtype=np.int64))
-        return plain(float(value))
-    base = value.copy().reshape(-1)
-    grad_xs = [(i, x) for i, x in enumerate(xs) if x.requires_grad]
-    for i, x in grad_xs:
-        base[(flat >= offs[i]) & (flat < offs[i + 1])] = 0.0
-    y = plain(rec.check_dtype(base.reshape(value.shape), "assemble"))
-    for i, x in grad_xs:
-        pos = np.flatnonzero((flat >= offs[i]) & (flat < offs[i + 1]))
-        piece = gather(x, flat[pos] - offs[i])
-        # (each output element has one source: every write wins, no index map to unravel)
-        y = rec.scatter_flat(y, piece, pos, np.ones(pos.size, bool), value.shape)
-    return y
-
-
 @implements(np.concatenate)
 def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
     _no_extras("concatenate", out=out)
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
-    return _assemble(lambda xs, fill: np.concatenate(xs, axis=axis), arrays)
+    return _assemble(lambda xs, fill: np.concatenate(xs, axis=axis), arrays,
+                     key=("concatenate", axis))
 
 
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, dtype=None, casting=None):
     _no_extras("stack", out=out)
-    return _assemble(lambda xs, fill: np.stack(xs, axis=axis), list(arrays))
+    return _assemble(lambda xs, fill: np.stack(xs, axis=axis), list(arrays), key=("stack", axis))
 
 
 @implements(np.hstack)
 def hstack(tup, dtype=None, casting=None):
-    return _assemble(lambda xs, fill: np.hstack(xs), list(tup))
+    return _assemble(lambda xs, fill: np.hstack(xs), list(tup), key="hstack")
 
 
 @implements(np.vstack)
 def vstack(tup, dtype=None, casting=None):
-    return _assemble(lambda xs, fill: np.vstack(xs), list(tup))
+    return _assemble(lambda xs, fill: np.vstack(xs), list(tup), key="vstack")
 
 
 @implements(np.split)

@@ -57,14 +57,20 @@ class _Spare(threading.local):
 _spare = _Spare()
 
 
-def zeroed(n: int) -> np.ndarray:
+def zeroed(n: int, holes=()) -> np.ndarray:
     """A zeroed float64 arena of n cells: the thread's spare (taken out of the pool while in
-    use, so a backward run from a hook meanwhile gets its own) when it is large enough."""
+    use, so a backward run from a hook meanwhile gets its own) when it is large enough.
+    `holes`: sorted, disjoint (start, stop) ranges that the spare's zeroing skips (their cells
+    hold anything: the backward writes them whole)."""
     buf = _spare.buf
     if buf is not None and MIN_CELLS <= n <= buf.size:
         _spare.buf = None
         G = buf[:n]
-        G.fill(0.0)
+        at = 0
+        for lo, hi in holes:
+            G[at:lo].fill(0.0)
+            at = hi
+        G[at:].fill(0.0)
         return G
     return np.zeros(n)
 

@@ -22,6 +22,7 @@ from ..parallel.gemm import cached_native_pieces, native_pieces
 from ..escapes import ESCAPES, NUMPY, split
 from ..core.hooks import multi_hook_scope, run_hooks
 from . import arena_pool
+from .written_whole import adjoint_takers, written_whole
 from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
@@ -130,14 +131,19 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     A = t.build()
     root, live, need = plan_need(t, A, [slot for slot, _ in tape_seeds], want, inputs, oldest)
     swept = need | root
-    summed = None
+    summed = count = None
     if t.escapes and not t.functions and not t.packed:  # (packed: values behind user hooks)
         keep = {slot for slot, _ in tape_seeds}.union(t.hooks or ())
         if want is not None:
             keep.update(x._slot for x in inputs if x._tape is t)
-        summed = summed_operands(t, A, need, live, keep)
+        count = adjoint_takers(A, need)
+        summed = summed_operands(t, A, need, live, keep, count)
+    fresh, whole = None, ()
+    if not t.functions:  # (a Function's backward adds to blocks outside the rows)
+        fresh, whole = written_whole(t, A, need, count, summed or {},
+                                     [slot for slot, _ in tape_seeds])
 
-    GO, G = arena(A, live)
+    GO, G = arena(A, live, unzeroed=whole)
     for slot, s in tape_seeds:
         if live[slot]:  # a seed that reaches no source (e.g. a link into a tape of constants)
             o = GO[slot]
@@ -145,7 +151,7 @@ def _sweep_tape(t, tape_seeds, want, inputs, out, deliver_leaf, retain_graph, ol
     hooked = [s for s in t.hooks if live[s]] if t.hooks else ()
     hubs = [s for s in t.functions if live[s]] if t.functions else ()
     sweep_segments(t, A, G, GO, need, live, hooked, hubs, retain_hooked=want is None,
-                   summed=summed)
+                   fresh=fresh, summed=summed)
 
     for slot, (leaf, _) in t.leaves.items():
         if live[slot]:
@@ -382,12 +388,14 @@ class _Unpacker:
         return sum(8 * int(self.A.size[s]) for s in self.live)
 
 
-def arena(A, mask, extra=0):
+def arena(A, mask, extra=0, unzeroed=()):
     """Offsets GO and a zeroed adjoint arena G for the slots in `mask`: 0-d slots at G[slot],
-    array slots packed after them, then `extra` more cells."""
+    array slots packed after them, then `extra` more cells. The blocks of the slots in
+    `unzeroed` may hold anything: one row writes each whole (``written_whole``)."""
     GO = np.empty(len(A.sv), np.int64)
     end = jit.arena_offsets(A.is_array, A.size, _bytes(mask), GO)
-    return GO, arena_pool.zeroed(end + extra)
+    holes = sorted((int(GO[s]), int(GO[s] + A.size[s])) for s in unzeroed)
+    return GO, arena_pool.zeroed(end + extra, holes)
 
 
 def _bytes(mask):
@@ -539,14 +547,7 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
     return root, live, need
 
 
-def adjoint_takers(A, need):
-    """How many rows take each slot's adjoint (add to it in the reverse sweep)."""
-    a, b = A.R[:, 1], A.R[:, 2]
-    takes = np.concatenate([a[(need & NEED_A) != 0], b[(need & NEED_B) != 0]])
-    return np.bincount(takes[takes >= 0], minlength=len(A.sv))
-
-
-def summed_operands(t, A, need, live, keep):
+def summed_operands(t, A, need, live, keep, count=None):
     """Escape row -> (slot u, sign, u's shape aligned to a's) where the rule's operand a is a row
     ``x ± u`` (or ``u - x``) with u broadcast along a's rows (the product's M axis) and only u's
     adjoint needed, and only the escape takes a's adjoint: u's adjoint is then the escape's a
@@ -554,8 +555,10 @@ def summed_operands(t, A, need, live, keep):
     centring: the 2 MB adjoint of ``x - means`` and its 2.5 MFLOP product are never formed).
     Row a is then not swept and holds no adjoint; updates `need` and `live`. `keep`: slots
     whose own adjoint someone reads (outputs seeded, hooked tensors, inputs of a grad call).
-    The eager backward and compiled plans both sum this way, so their bits agree."""
-    count = adjoint_takers(A, need)
+    The eager backward and compiled plans both sum this way, so their bits agree. `count`:
+    ``adjoint_takers(A, need)``, when the caller has it."""
+    if count is None:
+        count = adjoint_takers(A, need)
     summed = {}
     for c in sorted(t.escapes):
         s = int(A.R[c, 1])
