@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import warnings
 
 import numpy as np
@@ -283,6 +284,64 @@ def test_basic_key_records_the_general_row(shape, key):
           _record(lambda x: _twice(_old_getitem, x), a))
     index_plans._BASIC_MAPS.clear()  # and with the shape's map not yet cached
     _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
+
+
+_NEW_AXES_PART = st.sampled_from([None, slice(None), Ellipsis])
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(shape=st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple),
+       key=st.lists(_NEW_AXES_PART, max_size=5).map(tuple), grad=st.booleans())
+def test_new_axes_key_records_the_general_row(shape, key, grad):
+    """x[None, :], x[..., None] of an array on the tape (getitem's view path, W5's broadcasts)
+    record reshape's row and value; keys NumPy refuses (more slices than axes, two Ellipses)
+    raise NumPy's own error, as the general path does."""
+    a = np.arange(math.prod(shape), dtype=np.float64).reshape(shape) * 0.5 - 1.0
+
+    def fast(x):
+        y = x * 1.0  # on the tape, not a leaf
+        return R.getitem(y, key) + R.getitem(y, key)
+
+    def general(x):
+        y = x * 1.0
+        return _old_getitem(y, key) + _old_getitem(y, key)
+
+    try:
+        want = a[key]
+    except IndexError as e:
+        for f in (fast, general):
+            with pytest.raises(IndexError, match=re.escape(str(e))):
+                _record(f, a, grad=(grad,))
+        return
+    got = _record(fast, a, grad=(grad,))
+    _same(got, _record(general, a, grad=(grad,)))
+    with _general_rows():
+        _same(_record(fast, a, grad=(grad,)), got)
+    np.testing.assert_array_equal(got[0]._v, want + want)
+    assert got[0]._v.shape == want.shape
+
+
+def test_new_axes_gradients_in_every_mode():
+    rng = np.random.default_rng(8)
+    p0 = rng.normal(size=(4, 3))
+
+    def f(p):
+        q = p * 1.5
+        d = q[None, :, :] - q[:, None, :]
+        return np.sum(d * d * q[..., None, :], axis=(0, 1)) @ np.ones(3)
+
+    check_vjp(f, (p0,))
+    v0, g0 = tape.value_and_grad(f)(p0)
+    v, g = tape.compile(f, p0).value_and_grad(p0)
+    np.testing.assert_allclose(v, v0, rtol=1e-13)
+    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-14)
+    t0 = rng.normal(size=p0.shape)
+    _, jv = tape.jvp(f, (p0,), (t0,))
+    np.testing.assert_allclose(jv, np.sum(g0 * t0), rtol=1e-10)
+    h = tape.hessian(f)(p0)
+    eps = 1e-6
+    col = (tape.grad(f)(p0 + eps * t0) - tape.grad(f)(p0 - eps * t0)) / (2 * eps)
+    np.testing.assert_allclose(np.tensordot(h, t0, axes=2), col, rtol=1e-6, atol=1e-6)
 
 
 def test_basic_slice_value_is_a_copy():

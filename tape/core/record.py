@@ -506,6 +506,15 @@ def gather(x, idx, cache_key=None):
 
 def getitem(x, key):
     v = x._v
+    if type(key) is tuple and x._rg and x._meta is None and type(v) is np.ndarray and v.ndim:
+        t = state.rec
+        if t is not None and not t.sealed and _new_axes_only(key, v.ndim):
+            # x[None, :], x[..., None] of a recorded array: a reshape, as basic_plan finds it
+            # (new axes never reorder elements), its row the one ``reshape`` appends; its value
+            # NumPy's view, as reshape's (only its new axes' strides, never read, differ)
+            y = v[key]
+            return array_row(t, COPY, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                             y.size)
     if type(key) is int and type(v) is np.ndarray and v.ndim == 1 and v.shape[0] > 1 \
             and v.dtype == F64:
         return _vector_item(x, v, key)
@@ -548,6 +557,22 @@ def getitem(x, key):
         y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
         return _gathered(x, y, idx, ("gather", shape, hk))
     return gather(x, idx, cache_key=("gather", shape, hk))
+
+
+def _new_axes_only(key, ndim):
+    """Whether the tuple `key` holds only None, full slices (``:``, at most `ndim`) and at most
+    one Ellipsis: an index NumPy answers with a view of the same elements in the same order."""
+    n = e = 0
+    for k in key:
+        if k is not None:
+            if k is Ellipsis:
+                e += 1
+            elif type(k) is not slice or k.start is not None or k.stop is not None \
+                    or k.step is not None:
+                return False
+            else:
+                n += 1
+    return n <= ndim and e <= 1
 
 
 def _integer_gather(x, v, key):
