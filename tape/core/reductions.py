@@ -16,6 +16,7 @@ from .tape import current_tape
 from .tensor import Tensor, array_row, general_tape, import_slot, plain, recording, result, \
     slot_in
 from .values import check_dtype, constant
+F64 = np.dtype(np.float64)
 from .value_pool import MIN_CELLS as POOLED, reduce_into
 
 
@@ -41,29 +42,46 @@ def _apart(axes):
     return bool(axes) and axes != tuple(range(axes[0], axes[-1] + 1))
 
 
-_REDUCE_PLANS = {}  # (shape, axis None or an int) -> (axes, P, R, Q) of adjacent reduced axes
+_REDUCE_PLANS = {}  # (shape, axis None or an int) -> (axes, P, R, Q, ints key) of adjacent axes
 # the ufunc reduction NumPy's function runs on an ndarray (np.sum(a, axis=...) is
 # np.add.reduce(a, axis=...) after a Python wrapper that costs more than a small sum)
 _REDUCE_BY = {np.sum: np.add.reduce, np.prod: np.multiply.reduce, np.max: np.maximum.reduce,
               np.min: np.minimum.reduce}
+# name -> (opcode, its ufunc's reduction): called with positional arguments (array, axis,
+# dtype, out, keepdims), which NumPy parses faster than keywords
+_REDUCER = {p.name: (c, _REDUCE_BY[p.ufunc]) for c, p in enumerate(TABLE)
+            if p.family == "reduce" and p.ufunc in _REDUCE_BY}
 
 
 def reduce(name, x, axis=None, keepdims=False):
-    code = OPCODE[name]
-    ufunc = TABLE[code].ufunc
     if type(x) is not Tensor:
         x = plain(constant(x))
     xv = x._v
     if type(xv) is np.ndarray and xv.ndim and (axis is None or type(axis) is int):
         plan = _REDUCE_PLANS.get((xv.shape, axis))
-        if plan is not None:  # an array reduced over adjacent axes, seen before
-            axes, P, R, Q = plan
-            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims) if P * Q < POOLED \
-                else reduce_into(_REDUCE_BY.get(ufunc, ufunc), xv, axes, keepdims)
-            y = float(y) if type(y) is np.float64 else check_dtype(y, name)
-            if not (x._rg and (state.rec is not None or state.grad)):
+        by = _REDUCER.get(name)
+        if plan is not None and by is not None:  # an array reduced over adjacent axes, seen before
+            axes, P, R, Q, key = plan
+            code, reducer = by
+            y = reducer(xv, axes, None, None, keepdims) if P * Q < POOLED else \
+                reduce_into(reducer, xv, axes, keepdims)
+            if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
+                    or not y.ndim:
+                y = float(y) if type(y) is np.float64 else check_dtype(y, name)
+            if not x._rg:
+                return plain(y)
+            t = state.rec
+            if t is not None and not t.sealed and type(y) is not float:
+                off = t.index_cache.get(key)
+                if off is None:
+                    off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
+                return array_row(t, code, x._slot if x._tape is t else import_slot(t, x), -1,
+                                 y, y.size, off)
+            if not state.grad:
                 return plain(y)
             return _reduce_row(code, x, y, P, R, Q)
+    code = OPCODE[name]
+    ufunc = TABLE[code].ufunc
     nd = 0 if type(xv) is float else xv.ndim
     axes = normalize_axes(axis, nd)
     rec = recording(x)
@@ -81,7 +99,7 @@ def reduce(name, x, axis=None, keepdims=False):
     elif nd and (axis is None or type(axis) is int):
         if len(_REDUCE_PLANS) > 1024:
             _REDUCE_PLANS.clear()
-        _REDUCE_PLANS[(xv.shape, axis)] = (axes, P, R, Q)
+        _REDUCE_PLANS[(xv.shape, axis)] = (axes, P, R, Q, ("prq", P, R, Q))
     return _reduce_row(code, xs, y, P, R, Q)
 
 
