@@ -244,6 +244,52 @@ def test_operators_record_the_general_row(dunder, name, reflected, ashape, bshap
     _same(_record(by_operator, a, b, grad=grad), _record(by_general, a, b, grad=grad))
 
 
+_SCALAR_OPERANDS = st.sampled_from(["tape", "leaf", "float", "same float", "zero", "int",
+                                     "plain", "other tape"])
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(OPERATORS), _SCALAR_OPERANDS), min_size=1,
+                    max_size=8),
+       c=st.sampled_from([0.75, 2.0, -1.5]), grad=st.tuples(st.booleans(), st.booleans()))
+def test_scalar_operators_record_the_general_row(ops, c, grad):
+    """0-d operators (W1's): two tensors on the recording tape, or one and a Python float whose
+    constant the tape has, append their row first; every other operand (a leaf, an int, zero,
+    a new float, a tensor without grad or of an older tape) takes the operator's general code.
+    Both record what that code records with ``state.rec`` off (``_general_rows``), operand
+    order and shared constants included, and the values ``_binary`` computes."""
+    older = {}
+
+    def run(use_operator, x, y):
+        if "t" not in older:  # a 0-d value of an older tape (sealed by a backward)
+            with _fresh_tape():
+                u = tape.tensor(0.5, requires_grad=True) * 3.0
+                u.backward()
+                older["t"] = u
+        acc = x * 1.0
+        for (dunder, name, reflected), kind in ops:
+            other = {"tape": acc * 0.5 if acc.requires_grad else y, "leaf": y, "float": c,
+                     "same float": 2.5, "zero": 0.0, "int": 3, "plain": tape.tensor(1.25),
+                     "other tape": older["t"]}[kind]
+            if use_operator:
+                acc = getattr(tape.Tensor, dunder)(acc, other) + 2.5
+            else:
+                code = OPCODE[name]
+                acc = R._binary(code, other, acc) if reflected else R._binary(code, acc, other)
+                acc = R._binary(OPCODE["add"], acc, 2.5)
+        return acc
+
+    def general(x, y):
+        with _general_rows():
+            return run(True, x, y)
+
+    fast = _record(lambda x, y: run(True, x, y), 0.6, 1.7, grad=grad)
+    _same(fast, _record(general, 0.6, 1.7, grad=grad))
+    y = _record(lambda x, y: run(False, x, y), 0.6, 1.7, grad=grad)[0]
+    assert fast[0]._v == y._v or (math.isnan(fast[0]._v) and math.isnan(y._v))
+    assert fast[0].requires_grad == y.requires_grad
+
+
 # ---------------------------------------------------------------------------------------------
 # Indexing
 
