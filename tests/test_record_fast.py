@@ -547,6 +547,27 @@ def test_reduce_plan_records_the_first_row(name, shape, axis, keepdims):
     _same(_record(f, a), slow)
 
 
+@pytest.mark.parametrize("name,np_fn", [("sum", np.sum), ("prod", np.prod), ("amax", np.max),
+                                        ("amin", np.min)])
+@pytest.mark.parametrize("shape,axis", [((16,), None), ((4, 5), 1), ((2, 3, 4), -1),
+                                        ((2, 3, 4), 0)])
+@pytest.mark.parametrize("grad", [False, True])
+def test_reduce_plan_without_recording_gives_numpys_value(name, np_fn, shape, axis, grad):
+    """A reduction that records nothing (a tensor without grad, or under no_grad) notes its plan
+    too; the next call takes it and gives NumPy's value, a plain tensor."""
+    a = np.random.default_rng(9).uniform(0.5, 1.5, shape)
+    x = tape.tensor(a, requires_grad=grad)
+    reductions._REDUCE_PLANS.clear()
+    with tape.no_grad():
+        first = reductions.reduce(name, x, axis)
+        assert reductions._REDUCE_PLANS
+        second = reductions.reduce(name, x, axis)
+    for y in (first, second):
+        assert not y.requires_grad
+        np.testing.assert_array_equal(y._v, np_fn(a, axis=axis))
+        assert type(y._v) is type(first._v)
+
+
 @pytest.mark.parametrize("ashape,bshape", [((3, 4), (4, 5)), ((4,), (4, 3)), ((3, 4), (4,)),
                                            ((2, 3, 4), (4, 5)), ((2, 3, 4), (1, 4, 2)),
                                            ((2, 1, 3, 4), (5, 4, 2)), ((40, 40), (40, 40))])

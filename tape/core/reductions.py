@@ -88,6 +88,8 @@ def reduce(name, x, axis=None, keepdims=False):
     if not (rec and _apart(axes)):
         y = check_dtype(ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
         if not rec:
+            if nd and (axis is None or type(axis) is int):
+                _note_plan(xv.shape, axis, axes, *_prq(x, axes)[1:])  # (no gradient: no rows)
             return plain(y)
     xs, P, R, Q = _prq(x, axes)
     if xs is not x:  # reduced axes that are not adjacent, moved to a trailing block: their
@@ -97,10 +99,15 @@ def reduce(name, x, axis=None, keepdims=False):
                       if keepdims or i not in axes)
         y = check_dtype(np.reshape(ufunc(np.reshape(xs._v, (P, R)), axis=1), shape), name)
     elif nd and (axis is None or type(axis) is int):
-        if len(_REDUCE_PLANS) > 1024:
-            _REDUCE_PLANS.clear()
-        _REDUCE_PLANS[(xv.shape, axis)] = (axes, P, R, Q, ("prq", P, R, Q))
+        _note_plan(xv.shape, axis, axes, P, R, Q)
     return _reduce_row(code, xs, y, P, R, Q)
+
+
+def _note_plan(shape, axis, axes, P, R, Q):
+    """Keep the plan of a reduction over adjacent axes for the next call of this shape."""
+    if len(_REDUCE_PLANS) > 1024:
+        _REDUCE_PLANS.clear()
+    _REDUCE_PLANS[(shape, axis)] = (axes, P, R, Q, ("prq", P, R, Q))
 
 
 def _reduce_row(code, xs, y, P, R, Q):
