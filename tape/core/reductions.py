@@ -71,12 +71,14 @@ def reduce(name, x, axis=None, keepdims=False):
             if not x._rg:
                 return plain(y)
             t = state.rec
-            if t is not None and not t.sealed and type(y) is not float:
+            if t is not None and not t.sealed:  # (_reduce_row's rows, from this one read)
                 off = t.index_cache.get(key)
                 if off is None:
                     off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
-                return array_row(t, code, x._slot if x._tape is t else import_slot(t, x), -1,
-                                 y, y.size, off)
+                sx = x._slot if x._tape is t else import_slot(t, x)
+                if type(y) is float:  # (a 0-d value goes to sv: Tape.row)
+                    return result(y, t, t.row(code, sx, -1, y, 1, off))
+                return array_row(t, code, sx, -1, y, y.size, off)
             if not state.grad:
                 return plain(y)
             return _reduce_row(code, x, y, P, R, Q)
