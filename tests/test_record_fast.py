@@ -283,8 +283,14 @@ def test_scalar_operators_record_the_general_row(ops, c, grad):
         with _general_rows():
             return run(True, x, y)
 
+    def nan_as_none(recorded):  # (a negative base to a fractional power: NaN on both paths)
+        y, lists = recorded
+        if lists is not None:
+            lists["sv"] = [None if v != v else v for v in lists["sv"]]
+        return y, lists
+
     fast = _record(lambda x, y: run(True, x, y), 0.6, 1.7, grad=grad)
-    _same(fast, _record(general, 0.6, 1.7, grad=grad))
+    _same(nan_as_none(fast), nan_as_none(_record(general, 0.6, 1.7, grad=grad)))
     y = _record(lambda x, y: run(False, x, y), 0.6, 1.7, grad=grad)[0]
     assert fast[0]._v == y._v or (math.isnan(fast[0]._v) and math.isnan(y._v))
     assert fast[0].requires_grad == y.requires_grad
