@@ -16,8 +16,9 @@ from .tape import current_tape
 from .tensor import Tensor, array_row, general_tape, import_slot, plain, recording, result, \
     slot_in
 from .values import check_dtype, constant
-F64 = np.dtype(np.float64)
 from .value_pool import MIN_CELLS as POOLED, reduce_into
+
+F64 = np.dtype(np.float64)
 
 
 def _prq(x, axes):
