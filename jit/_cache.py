@@ -14,62 +14,11 @@ import os
 import sys
 import threading
 from contextlib import contextmanager, nullcontext
-from importlib.util import find_spec
 
 import numba
 from numba import config
-from numba.core import event
 
 NOTICE_AFTER = 2.0  # seconds: a load from the cache takes well under one, a compile minutes
-
-
-class _BlasCheckOnCompile(event.Listener):
-    """Runs Numba's real BLAS check (``numba.np.arraymath._check_blas``: it imports
-    ``scipy.linalg.cython_blas``) when Numba first compiles anything, in place of its import."""
-
-    def __init__(self, arraymath, real_ensure_blas):
-        self.arraymath, self.real, self.done = arraymath, real_ensure_blas, False
-
-    def on_start(self, event):
-        if not self.done:  # (an error of the check, as at Numba's import, fails each compile)
-            self.arraymath.ensure_blas = self.real
-            self.arraymath._HAVE_BLAS = self.arraymath._check_blas()
-            self.done = True
-
-    def on_end(self, event):
-        pass
-
-
-def _defer_blas_check():
-    """Keep Numba from importing SciPy's BLAS (~0.3 s) when it only loads cached code.
-
-    Numba imports ``numba.np.arraymath`` the first time it loads or compiles anything, and that
-    import asks whether BLAS is there by importing ``scipy.linalg.cython_blas``; the answer only
-    steers how later compiles type inner products. So the import answers "is SciPy installed"
-    (a lookup that runs nothing), and the real check runs at the start of the first compile
-    (every compile runs Numba's passes), before any typing can read the answer."""
-    if "numba.np.arraymath" in sys.modules:
-        return
-    from numba.np import linalg
-
-    real = linalg.ensure_blas
-
-    def scipy_installed():
-        if find_spec("scipy") is None:
-            raise ImportError("scipy is not installed")
-
-    linalg.ensure_blas = scipy_installed
-    try:
-        from numba.np import arraymath
-    finally:
-        linalg.ensure_blas = real
-    if getattr(arraymath, "ensure_blas", None) is scipy_installed and hasattr(arraymath,
-                                                                              "_check_blas"):
-        event.register("numba:run_pass", _BlasCheckOnCompile(arraymath, real))
-    # (else this Numba checks for BLAS some other way, and already has)
-
-
-_defer_blas_check()
 
 
 def cache_dir() -> str:
@@ -149,6 +98,9 @@ def load(module, name: str, notice: bool = True):
 
     fn, args = entry(module, name)
     if args is not None and args not in fn.overloads and not load_cached(fn, args):
+        from ._blas_check import defer
+
+        defer()  # (Numba's compile refreshes its registries first; jit/_blas_check.py)
         with compile_notice(name, module.__name__) if notice else nullcontext():
             fn.compile(args)
     return fn

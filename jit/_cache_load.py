@@ -10,7 +10,7 @@ rebuilds the entry's library from the cached object code and the bitcode kept fo
   functions (registered here under the names NRT gives them) and the C functions Numba registers
   when it makes its contexts. So the object's undefined symbols are checked against the
   process's first (LLVM aborts the process on an unresolved one); any missing, the refresh runs,
-  as in Numba.
+  as in Numba, its BLAS check deferred to the first compile (``jit._blas_check``).
 - No bitcode parse (~0.1 s for the sweep's 1.4 MB). Numba parses it to learn the names the
   library defines, which the object's symbol table gives as well, and to link the library into a
   later compile that calls it. So the rebuild gets an empty module's bitcode, and the real one is
@@ -47,6 +47,9 @@ def load_cached(fn, args: tuple) -> bool:
             found = _object_symbols(data)
             engine = ctx.codegen()._engine
             if found is None or not _all_here(found[1], engine):
+                from ._blas_check import defer
+
+                defer()  # (the refresh imports numba.np.arraymath: jit/_blas_check.py)
                 ctx.refresh()
             bitcode = None
             if found is not None and _LINK_LATER.listening():

@@ -19,19 +19,34 @@ from .numpy_ops import _signals  # noqa: F401  (registers signal and sampled-fun
 from .numpy_ops import _statistics  # noqa: F401  (registers statistics compositions)
 from .numpy_ops import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)
 from . import special  # noqa: F401  (registers np.i0; scipy.special maps lazily)
-from . import autograd, forward_ad, graph, linalg, numpy, optimize, pipelining, stats
+from . import autograd, forward_ad, linalg, numpy  # (autograd installs Tensor.backward)
 from . import scipy  # noqa: F401  (tape.scipy.linalg; SciPy itself is imported when a function runs)
 from .core.state import enable_grad, is_grad_enabled, no_grad
 from .core.tensor import Tensor, install as _install, tensor
-from .replay.backward_state import BackwardState
-from .transforms.checkpoint import checkpoint
-from .replay.compiled import CompiledTape, compile, load  # noqa: A004 (tape.compile)
-from .reverse.function import Function, FunctionCtx
 from .functional import grad, value_and_grad, vjp
-from .transforms.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize
 from .core.saved_variable import SavedVariable
 from .memory import cached_bytes, empty_cache
+
+# Loaded on first use (``__getattr__`` below): public names a gradient does not need, so that a
+# new process's first gradient does not import them (tape.compile's 8 modules, the integrations,
+# the jacobians, gradcheck). None of them registers anything at import. name -> (module, its
+# attribute, or None for the module itself)
+_ON_FIRST_USE = {
+    "graph": ("tape.graph", None), "optimize": ("tape.optimize", None),
+    "pipelining": ("tape.pipelining", None), "stats": ("tape.stats", None),
+    "distributed": ("tape.distributed", None),  # (it imports Dask only when a client is passed)
+    # (its linalg lists the numpy.linalg functions registered by then, so it loads after every
+    # registration; Tensor.__array_namespace__ loads it too)
+    "array_api": ("tape.array_api", None),
+    "BackwardState": ("tape.replay.backward_state", "BackwardState"),
+    "checkpoint": ("tape.transforms.checkpoint", "checkpoint"),
+    **{n: ("tape.replay.compiled", n) for n in ("CompiledTape", "compile", "load")},
+    **{n: ("tape.reverse.function", n) for n in ("Function", "FunctionCtx")},
+    **{n: ("tape.transforms.gradcheck", n) for n in ("GradcheckError", "gradcheck",
+                                                     "gradgradcheck")},
+    **{n: ("tape.transforms.jacobians", n) for n in ("hessian", "hvp", "jacfwd", "jacobian",
+                                                     "jacrev", "jvp", "linearize")},
+}
 
 
 class _TensorArrayApi:
@@ -66,12 +81,17 @@ __all__ = ["Tensor", "tensor", "BackwardState", "compile", "CompiledTape", "load
 
 
 def __getattr__(name):
-    # tape.distributed without `import tape.distributed`: it imports Dask only when a client is
-    # passed, so loading it on first use costs nothing and spares users a puzzling AttributeError.
-    # tape.array_api likewise (Tensor.__array_namespace__ loads it): its linalg lists the
-    # numpy.linalg functions registered by then, so it loads after every registration
-    if name in ("distributed", "array_api"):
-        import importlib
+    where = _ON_FIRST_USE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'tape' has no attribute {name!r}")
+    import importlib
 
-        return importlib.import_module(f"tape.{name}")
-    raise AttributeError(f"module 'tape' has no attribute {name!r}")
+    module_name, attribute = where
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # (later lookups find it without this function)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ON_FIRST_USE))

@@ -1,8 +1,10 @@
-"""A warm process start (jit/_cache.py): a new process whose kernels are in the cache loads them
-without installing Numba's typing and lowering registries (only a compile reads them) and without
-importing SciPy (Numba's BLAS check would import ``scipy.linalg``, ~0.3 s); a cached object is
-linked only once every symbol it uses is in the process, else after Numba's registries load; and
-a later compile finds Numba as it would have been (registries, the real BLAS answer)."""
+"""A warm process start (jit/_cache_load.py): a new process whose kernels are in the cache loads
+them without installing Numba's typing and lowering registries (only a compile reads them) and
+without importing ``numba.np.arraymath`` (its import runs Numba's BLAS check, which imports
+``scipy.linalg``, ~0.3 s); a cached object is linked only once every symbol it uses is in the
+process, else after Numba's registries load, with the BLAS check deferred to the first compile
+(jit/_blas_check.py); and a later compile finds Numba as it would have been (registries, the real
+BLAS answer)."""
 from __future__ import annotations
 
 import os
@@ -33,6 +35,12 @@ def lorenz(p):
 g = tape.grad(lorenz)(np.array([10.0, 28.0, 8.0 / 3.0]))
 print(repr(float(np.linalg.norm(g))), repr(float(g.sum())))
 print("scipy.linalg" in sys.modules, "numba.np.npyimpl" in sys.modules)  # (registries: npyimpl)
+print("numba.np.arraymath" in sys.modules)
+"""
+
+_REFRESHED = """
+from jit import _cache_load
+_cache_load._all_here = lambda names, engine: False  # as if a symbol were missing: a refresh
 """
 
 _COMPILE_AFTER_LOAD = """
@@ -65,18 +73,21 @@ def test_a_warm_w1_gradient_does_not_import_scipy(tmp_path):
     assert first.returncode == 0, first.stderr
     r = _run(_LORENZ, tmp_path)
     assert r.returncode == 0, r.stderr
-    norm, total, scipy_imported, registries = r.stdout.split()
+    norm, total, scipy_imported, registries, arraymath = r.stdout.split()
     assert float(norm) == pytest.approx(3.353406921145e+02, rel=1e-10)  # docs' W1 values
     assert float(total) == pytest.approx(3.523801831415e+02, rel=1e-10)
     assert scipy_imported == "False"
     assert registries == "False"
+    assert arraymath == "False"  # (nor its BLAS check, deferred or not)
     assert r.stderr == ""  # and silently: a load, no compile
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
-def test_a_later_compile_runs_numbas_real_blas_check(tmp_path):
+@pytest.mark.parametrize("load", ["linked", "after a refresh"])
+def test_a_later_compile_runs_numbas_real_blas_check(tmp_path, load):
+    """Whether the load imported ``numba.np.arraymath`` (a refresh, its check deferred) or not."""
     pytest.importorskip("scipy")
-    r = _run(_COMPILE_AFTER_LOAD, tmp_path)
+    r = _run((_REFRESHED if load == "after a refresh" else "") + _COMPILE_AFTER_LOAD, tmp_path)
     assert r.returncode == 0, r.stderr
     value, line = r.stdout.split("\n")[:2]
     assert float(value) == 9.0
@@ -116,6 +127,7 @@ for module, name in jit.WARMUP:
     loaded += _cache_load.load_cached(fn, args)  # (False: not cached; nothing compiled)
 from numba.core.runtime.nrt import rtsys
 print(loaded, len(refreshes), "numba.np.npyimpl" in sys.modules, rtsys._init)
+print("numba.np.arraymath" in sys.modules, "scipy.linalg" in sys.modules)
 """
 
 
@@ -128,10 +140,14 @@ def test_every_cached_entry_links_without_numbas_registries(tmp_path):
     this test)."""
     r = _run(_EVERY_ENTRY, tmp_path)
     assert r.returncode == 0, r.stderr
-    loaded, refreshes, registries, nrt_compiled = r.stdout.split()
+    loaded, refreshes, registries, nrt_compiled, arraymath, scipy_linalg = r.stdout.split()
     assert int(loaded) >= 1  # (the W1 test above fills the cache of its entries)
     assert (refreshes, registries) == ("0", "False")
     assert nrt_compiled == "False"  # (NRT's LLVM functions: inlined in each entry's code)
+    # no entry's environments name numba.np.arraymath (a kernel calling np.max or an array's
+    # .sum() would: then every load of it imports SciPy's BLAS, ~0.3 s, unless jit/_blas_check.py
+    # defers the check on the fast path too)
+    assert (arraymath, scipy_linalg) == ("False", "False")
 
 
 _UNLINKABLE = """
@@ -148,9 +164,10 @@ def test_an_entry_needing_a_missing_symbol_loads_after_the_registries(tmp_path):
     assert first.returncode == 0, first.stderr
     r = _run(_UNLINKABLE, tmp_path)
     assert r.returncode == 0, r.stderr
-    norm, total, _, registries = r.stdout.split()
+    norm, total, scipy_imported, registries, arraymath = r.stdout.split()
     assert float(norm) == pytest.approx(3.353406921145e+02, rel=1e-10)
     assert registries == "True"  # Numba's refresh ran before the load
+    assert (arraymath, scipy_imported) == ("True", "False")  # its BLAS check deferred
     assert r.stderr == ""  # still a load
 
 
@@ -234,3 +251,49 @@ def test_a_compile_calling_a_loaded_entry_links_its_real_bitcode(tmp_path):
     r = _run(_LINKED_INTO_A_COMPILE, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "True", "True"]
+
+
+_NUMBAS_OWN_LOAD = """
+import sys
+from jit import _cache_load
+_cache_load.load_cached = lambda fn, args: False  # a Numba without the internals it uses
+import jit
+jit.need_pass  # Numba's own compile: it refreshes, then finds the entry in its cache
+print("numba.np.arraymath" in sys.modules, "scipy.linalg" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+def test_numbas_own_load_defers_the_blas_check_too(tmp_path):
+    first = _run(_LORENZ, tmp_path)  # (need_pass in the cache)
+    assert first.returncode == 0, first.stderr
+    r = _run(_NUMBAS_OWN_LOAD, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "False"]
+
+
+_NO_PASS_EVENTS = """
+import sys
+from jit import _blas_check
+from numba.np import linalg
+
+refused = []
+
+def refuse(kind, listener):
+    refused.append(kind)
+    raise ValueError(kind)
+
+_blas_check.event.register = refuse  # a Numba without pass events: nothing to defer the check to
+_blas_check.defer()
+from numba.np import arraymath
+print(refused, arraymath.ensure_blas is linalg.ensure_blas, arraymath._HAVE_BLAS,
+      "scipy.linalg" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled")
+def test_with_no_event_to_wait_for_the_real_check_runs_at_once(tmp_path):
+    pytest.importorskip("scipy")
+    r = _run(_NO_PASS_EVENTS, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["['numba:run_pass']", "True", "True", "True"]
