@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import warnings
 
 import numpy as np
@@ -243,6 +244,58 @@ def test_operators_record_the_general_row(dunder, name, reflected, ashape, bshap
     _same(_record(by_operator, a, b, grad=grad), _record(by_general, a, b, grad=grad))
 
 
+_SCALAR_OPERANDS = st.sampled_from(["tape", "leaf", "float", "same float", "zero", "int",
+                                     "plain", "other tape"])
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(OPERATORS), _SCALAR_OPERANDS), min_size=1,
+                    max_size=8),
+       c=st.sampled_from([0.75, 2.0, -1.5]), grad=st.tuples(st.booleans(), st.booleans()))
+def test_scalar_operators_record_the_general_row(ops, c, grad):
+    """0-d operators (W1's): two tensors on the recording tape, or one and a Python float whose
+    constant the tape has, append their row first; every other operand (a leaf, an int, zero,
+    a new float, a tensor without grad or of an older tape) takes the operator's general code.
+    Both record what that code records with ``state.rec`` off (``_general_rows``), operand
+    order and shared constants included, and the values ``_binary`` computes."""
+    older = {}
+
+    def run(use_operator, x, y):
+        if "t" not in older:  # a 0-d value of an older tape (sealed by a backward)
+            with _fresh_tape():
+                u = tape.tensor(0.5, requires_grad=True) * 3.0
+                u.backward()
+                older["t"] = u
+        acc = x * 1.0
+        for (dunder, name, reflected), kind in ops:
+            other = {"tape": acc * 0.5 if acc.requires_grad else y, "leaf": y, "float": c,
+                     "same float": 2.5, "zero": 0.0, "int": 3, "plain": tape.tensor(1.25),
+                     "other tape": older["t"]}[kind]
+            if use_operator:
+                acc = getattr(tape.Tensor, dunder)(acc, other) + 2.5
+            else:
+                code = OPCODE[name]
+                acc = R._binary(code, other, acc) if reflected else R._binary(code, acc, other)
+                acc = R._binary(OPCODE["add"], acc, 2.5)
+        return acc
+
+    def general(x, y):
+        with _general_rows():
+            return run(True, x, y)
+
+    def nan_as_none(recorded):  # (a negative base to a fractional power: NaN on both paths)
+        y, lists = recorded
+        if lists is not None:
+            lists["sv"] = [None if v != v else v for v in lists["sv"]]
+        return y, lists
+
+    fast = _record(lambda x, y: run(True, x, y), 0.6, 1.7, grad=grad)
+    _same(nan_as_none(fast), nan_as_none(_record(general, 0.6, 1.7, grad=grad)))
+    y = _record(lambda x, y: run(False, x, y), 0.6, 1.7, grad=grad)[0]
+    assert fast[0]._v == y._v or (math.isnan(fast[0]._v) and math.isnan(y._v))
+    assert fast[0].requires_grad == y.requires_grad
+
+
 # ---------------------------------------------------------------------------------------------
 # Indexing
 
@@ -283,6 +336,64 @@ def test_basic_key_records_the_general_row(shape, key):
           _record(lambda x: _twice(_old_getitem, x), a))
     index_plans._BASIC_MAPS.clear()  # and with the shape's map not yet cached
     _same(_record(lambda x: R.getitem(x, key), a), _record(lambda x: _old_getitem(x, key), a))
+
+
+_NEW_AXES_PART = st.sampled_from([None, slice(None), Ellipsis])
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(shape=st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple),
+       key=st.lists(_NEW_AXES_PART, max_size=5).map(tuple), grad=st.booleans())
+def test_new_axes_key_records_the_general_row(shape, key, grad):
+    """x[None, :], x[..., None] of an array on the tape (getitem's view path, W5's broadcasts)
+    record reshape's row and value; keys NumPy refuses (more slices than axes, two Ellipses)
+    raise NumPy's own error, as the general path does."""
+    a = np.arange(math.prod(shape), dtype=np.float64).reshape(shape) * 0.5 - 1.0
+
+    def fast(x):
+        y = x * 1.0  # on the tape, not a leaf
+        return R.getitem(y, key) + R.getitem(y, key)
+
+    def general(x):
+        y = x * 1.0
+        return _old_getitem(y, key) + _old_getitem(y, key)
+
+    try:
+        want = a[key]
+    except IndexError as e:
+        for f in (fast, general):
+            with pytest.raises(IndexError, match=re.escape(str(e))):
+                _record(f, a, grad=(grad,))
+        return
+    got = _record(fast, a, grad=(grad,))
+    _same(got, _record(general, a, grad=(grad,)))
+    with _general_rows():
+        _same(_record(fast, a, grad=(grad,)), got)
+    np.testing.assert_array_equal(got[0]._v, want + want)
+    assert got[0]._v.shape == want.shape
+
+
+def test_new_axes_gradients_in_every_mode():
+    rng = np.random.default_rng(8)
+    p0 = rng.normal(size=(4, 3))
+
+    def f(p):
+        q = p * 1.5
+        d = q[None, :, :] - q[:, None, :]
+        return np.sum(d * d * q[..., None, :], axis=(0, 1)) @ np.ones(3)
+
+    check_vjp(f, (p0,))
+    v0, g0 = tape.value_and_grad(f)(p0)
+    v, g = tape.compile(f, p0).value_and_grad(p0)
+    np.testing.assert_allclose(v, v0, rtol=1e-13)
+    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-14)
+    t0 = rng.normal(size=p0.shape)
+    _, jv = tape.jvp(f, (p0,), (t0,))
+    np.testing.assert_allclose(jv, np.sum(g0 * t0), rtol=1e-10)
+    h = tape.hessian(f)(p0)
+    eps = 1e-6
+    col = (tape.grad(f)(p0 + eps * t0) - tape.grad(f)(p0 - eps * t0)) / (2 * eps)
+    np.testing.assert_allclose(np.tensordot(h, t0, axes=2), col, rtol=1e-6, atol=1e-6)
 
 
 def test_basic_slice_value_is_a_copy():
@@ -440,6 +551,27 @@ def test_reduce_plan_records_the_first_row(name, shape, axis, keepdims):
     slow = _record(f, a)
     assert reductions._REDUCE_PLANS  # the first call left its plan
     _same(_record(f, a), slow)
+
+
+@pytest.mark.parametrize("name,np_fn", [("sum", np.sum), ("prod", np.prod), ("amax", np.max),
+                                        ("amin", np.min)])
+@pytest.mark.parametrize("shape,axis", [((16,), None), ((4, 5), 1), ((2, 3, 4), -1),
+                                        ((2, 3, 4), 0)])
+@pytest.mark.parametrize("grad", [False, True])
+def test_reduce_plan_without_recording_gives_numpys_value(name, np_fn, shape, axis, grad):
+    """A reduction that records nothing (a tensor without grad, or under no_grad) notes its plan
+    too; the next call takes it and gives NumPy's value, a plain tensor."""
+    a = np.random.default_rng(9).uniform(0.5, 1.5, shape)
+    x = tape.tensor(a, requires_grad=grad)
+    reductions._REDUCE_PLANS.clear()
+    with tape.no_grad():
+        first = reductions.reduce(name, x, axis)
+        assert reductions._REDUCE_PLANS
+        second = reductions.reduce(name, x, axis)
+    for y in (first, second):
+        assert not y.requires_grad
+        np.testing.assert_array_equal(y._v, np_fn(a, axis=axis))
+        assert type(y._v) is type(first._v)
 
 
 @pytest.mark.parametrize("ashape,bshape", [((3, 4), (4, 5)), ((4,), (4, 3)), ((3, 4), (4,)),

@@ -378,3 +378,25 @@ def test_a_dead_tape_without_backward_gives_nothing_back():
     gc.collect()
     assert value_pool.held_cells() == 0
     assert sys.getrefcount(x) >= 2
+
+
+@pytest.mark.parametrize("built", [False, True])
+def test_a_released_tape_hands_over_its_large_values_only(built):
+    """``Tape.release`` looks at the side rows' sizes (the lists, or the built arrays) and hands
+    the pool the large values alone; the pool then keeps them as it would from the whole list."""
+    from tape.core import tape as tape_module
+    from tape.core.tensor import array_row
+
+    t = tape_module.Tape()
+    values = [np.ones(3), np.ones(N), np.ones((2, 2)), np.ones(2 * N), np.ones(N - 1)]
+    for v in values:
+        array_row(t, tape_module.CONST, -1, -1, v, v.size)
+    t.sv.append(1.5)  # a 0-d row between them (no side row)
+    t.rows.extend((tape_module.CONST, -1, -1))
+    if built:
+        t.build()
+    large = {id(values[1]), id(values[3])}
+    del values
+    t.release()
+    held = {id(b) for lst in value_pool._pool.free.values() for b in lst}
+    assert held == large

@@ -43,6 +43,9 @@ UFUNC_CODE = {p.ufunc: c for c, p in enumerate(TABLE)
 UFUNC_CODE[np.fabs] = OPCODE["abs"]
 UFUNC_CODE[np.float_power] = OPCODE["power"]
 UFUNC_CODE[np.conjugate] = OPCODE["copy"]
+# opcode -> the NumPy ufunc that computes an elementwise row's value, None where eager runs the
+# replay's own loop (``OWN_VALUE``): one lookup per op instead of a set's and the table's
+_VALUE_UFUNC = tuple(None if c in OWN_VALUE else p.ufunc for c, p in enumerate(TABLE))
 BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS between segments
 
 
@@ -150,10 +153,11 @@ def unary(code, x):
                 t.roll()
             return result(y, t, slot)
         return plain(y)
-    if code in OWN_VALUE:
+    f = _VALUE_UFUNC[code]
+    if f is None:
         y = own_unary(code, xv)
     else:
-        y = TABLE[code].ufunc(xv) if xv.size < POOLED else unary_into(TABLE[code].ufunc, xv)
+        y = f(xv) if xv.size < POOLED else unary_into(f, xv)
         if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
                 or not y.ndim:
             y = check_dtype(y, TABLE[code].name)
@@ -195,8 +199,9 @@ def binary(code, a, b):
 
 def _same_shape(code, a, b, av, bv):
     """``binary`` of two array tensors of one shape: no broadcast to settle."""
-    y = own_binary(code, av, bv) if code in OWN_VALUE else TABLE[code].ufunc(av, bv) \
-        if av.size < POOLED else into(TABLE[code].ufunc, av, bv)
+    f = _VALUE_UFUNC[code]
+    y = own_binary(code, av, bv) if f is None else f(av, bv) if av.size < POOLED else \
+        into(f, av, bv)
     if y.dtype is not F64 or not y.flags.c_contiguous:
         y = check_dtype(y, TABLE[code].name)
     if not (a._rg or b._rg):
@@ -214,10 +219,10 @@ def _same_shape(code, a, b, av, bv):
 def _with_float(code, x, c, xv, reflected):
     """``binary`` of an array tensor x (several elements) and a Python float c: c is read for
     every element (a shared constant slot); `reflected`: c is the first operand."""
-    if code in OWN_VALUE:
+    f = _VALUE_UFUNC[code]
+    if f is None:
         y = own_binary(code, c, xv) if reflected else own_binary(code, xv, c)
     else:
-        f = TABLE[code].ufunc
         y = (f(c, xv) if reflected else f(xv, c)) if xv.size < POOLED else \
             into(f, c, xv) if reflected else into(f, xv, c)
     if y.dtype is not F64 or not y.flags.c_contiguous:
@@ -506,6 +511,15 @@ def gather(x, idx, cache_key=None):
 
 def getitem(x, key):
     v = x._v
+    if type(key) is tuple and x._rg and x._meta is None and type(v) is np.ndarray and v.ndim:
+        t = state.rec
+        if t is not None and not t.sealed and _new_axes_only(key, v.ndim):
+            # x[None, :], x[..., None] of a recorded array: a reshape, as basic_plan finds it
+            # (new axes never reorder elements), its row the one ``reshape`` appends; its value
+            # NumPy's view, as reshape's (only its new axes' strides, never read, differ)
+            y = v[key]
+            return array_row(t, COPY, x._slot if x._tape is t else import_slot(t, x), -1, y,
+                             y.size)
     if type(key) is int and type(v) is np.ndarray and v.ndim == 1 and v.shape[0] > 1 \
             and v.dtype == F64:
         return _vector_item(x, v, key)
@@ -548,6 +562,22 @@ def getitem(x, key):
         y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
         return _gathered(x, y, idx, ("gather", shape, hk))
     return gather(x, idx, cache_key=("gather", shape, hk))
+
+
+def _new_axes_only(key, ndim):
+    """Whether the tuple `key` holds only None, full slices (``:``, at most `ndim`) and at most
+    one Ellipsis: an index NumPy answers with a view of the same elements in the same order."""
+    n = e = 0
+    for k in key:
+        if k is not None:
+            if k is Ellipsis:
+                e += 1
+            elif type(k) is not slice or k.start is not None or k.stop is not None \
+                    or k.step is not None:
+                return False
+            else:
+                n += 1
+    return n <= ndim and e <= 1
 
 
 def _integer_gather(x, v, key):

@@ -18,6 +18,8 @@ from .tensor import Tensor, array_row, general_tape, import_slot, plain, recordi
 from .values import check_dtype, constant
 from .value_pool import MIN_CELLS as POOLED, reduce_into
 
+F64 = np.dtype(np.float64)
+
 
 def _prq(x, axes):
     """Move reduced axes to a contiguous block if needed; return (x', P, R, Q)."""
@@ -41,35 +43,56 @@ def _apart(axes):
     return bool(axes) and axes != tuple(range(axes[0], axes[-1] + 1))
 
 
-_REDUCE_PLANS = {}  # (shape, axis None or an int) -> (axes, P, R, Q) of adjacent reduced axes
+_REDUCE_PLANS = {}  # (shape, axis None or an int) -> (axes, P, R, Q, ints key) of adjacent axes
 # the ufunc reduction NumPy's function runs on an ndarray (np.sum(a, axis=...) is
 # np.add.reduce(a, axis=...) after a Python wrapper that costs more than a small sum)
 _REDUCE_BY = {np.sum: np.add.reduce, np.prod: np.multiply.reduce, np.max: np.maximum.reduce,
               np.min: np.minimum.reduce}
+# name -> (opcode, its ufunc's reduction): called with positional arguments (array, axis,
+# dtype, out, keepdims), which NumPy parses faster than keywords
+_REDUCER = {p.name: (c, _REDUCE_BY[p.ufunc]) for c, p in enumerate(TABLE)
+            if p.family == "reduce" and p.ufunc in _REDUCE_BY}
 
 
 def reduce(name, x, axis=None, keepdims=False):
-    code = OPCODE[name]
-    ufunc = TABLE[code].ufunc
     if type(x) is not Tensor:
         x = plain(constant(x))
     xv = x._v
     if type(xv) is np.ndarray and xv.ndim and (axis is None or type(axis) is int):
         plan = _REDUCE_PLANS.get((xv.shape, axis))
-        if plan is not None:  # an array reduced over adjacent axes, seen before
-            axes, P, R, Q = plan
-            y = _REDUCE_BY.get(ufunc, ufunc)(xv, axis=axes, keepdims=keepdims) if P * Q < POOLED \
-                else reduce_into(_REDUCE_BY.get(ufunc, ufunc), xv, axes, keepdims)
-            y = float(y) if type(y) is np.float64 else check_dtype(y, name)
-            if not (x._rg and (state.rec is not None or state.grad)):
+        by = _REDUCER.get(name)
+        if plan is not None and by is not None:  # an array reduced over adjacent axes, seen before
+            axes, P, R, Q, key = plan
+            code, reducer = by
+            y = reducer(xv, axes, None, None, keepdims) if P * Q < POOLED else \
+                reduce_into(reducer, xv, axes, keepdims)
+            if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
+                    or not y.ndim:
+                y = float(y) if type(y) is np.float64 else check_dtype(y, name)
+            if not x._rg:
+                return plain(y)
+            t = state.rec
+            if t is not None and not t.sealed:  # (_reduce_row's rows, from this one read)
+                off = t.index_cache.get(key)
+                if off is None:
+                    off = t.index_cache[key] = t.add_ints(layouts.encode_reduce(P, R, Q))
+                sx = x._slot if x._tape is t else import_slot(t, x)
+                if type(y) is float:  # (a 0-d value goes to sv: Tape.row)
+                    return result(y, t, t.row(code, sx, -1, y, 1, off))
+                return array_row(t, code, sx, -1, y, y.size, off)
+            if not state.grad:
                 return plain(y)
             return _reduce_row(code, x, y, P, R, Q)
+    code = OPCODE[name]
+    ufunc = TABLE[code].ufunc
     nd = 0 if type(xv) is float else xv.ndim
     axes = normalize_axes(axis, nd)
     rec = recording(x)
     if not (rec and _apart(axes)):
         y = check_dtype(ufunc(xv, axis=axes if nd else None, keepdims=keepdims), name)
         if not rec:
+            if nd and (axis is None or type(axis) is int):
+                _note_plan(xv.shape, axis, axes, *_prq(x, axes)[1:])  # (no gradient: no rows)
             return plain(y)
     xs, P, R, Q = _prq(x, axes)
     if xs is not x:  # reduced axes that are not adjacent, moved to a trailing block: their
@@ -79,10 +102,15 @@ def reduce(name, x, axis=None, keepdims=False):
                       if keepdims or i not in axes)
         y = check_dtype(np.reshape(ufunc(np.reshape(xs._v, (P, R)), axis=1), shape), name)
     elif nd and (axis is None or type(axis) is int):
-        if len(_REDUCE_PLANS) > 1024:
-            _REDUCE_PLANS.clear()
-        _REDUCE_PLANS[(xv.shape, axis)] = (axes, P, R, Q)
+        _note_plan(xv.shape, axis, axes, P, R, Q)
     return _reduce_row(code, xs, y, P, R, Q)
+
+
+def _note_plan(shape, axis, axes, P, R, Q):
+    """Keep the plan of a reduction over adjacent axes for the next call of this shape."""
+    if len(_REDUCE_PLANS) > 1024:
+        _REDUCE_PLANS.clear()
+    _REDUCE_PLANS[(shape, axis)] = (axes, P, R, Q, ("prq", P, R, Q))
 
 
 def _reduce_row(code, xs, y, P, R, Q):

@@ -37,8 +37,9 @@ def _binop(name, reflected=False):
     """The operator for a binary table row, with the 0-d path and binary's array cases inlined.
 
     Scalar-heavy code (a Python loop over 0-d values) spends its time here, so the common case
-    (two 0-d floats, recording on) appends one row without any further Python call; an op of
-    array tensors (W5's) calls binary's direct paths without binary's frame.
+    (two 0-d tensors on the recording tape, or one and a Python float it has a constant for)
+    appends its row first, with no other case tested and no further Python call; an op of array
+    tensors (W5's) calls binary's direct paths without binary's frame.
     """
     code = OPCODE[name]
     f = _record.SCALAR[code]
@@ -64,6 +65,37 @@ def _binop(name, reflected=False):
             elif not is_operand(other):
                 return NotImplemented
             return binary(code, other, self) if reflected else binary(code, self, other)
+        t = state.rec  # (0-d rows keep their value in sv: saved_tensors_hooks pack none)
+        if t is not None and self._tape is t and not t.sealed:
+            # self on the recording tape (so it requires grad), and other a 0-d tensor on it
+            # too or a Python float whose shared constant is there already: the row the
+            # general code below appends, with none of its cases to tell apart
+            if to is Tensor:
+                if other._tape is t and type(other._v) is float:
+                    ov = other._v
+                    y = f(ov, sv) if reflected else f(sv, ov)
+                    s2 = other._slot
+                else:
+                    y = None
+            elif to is float and other:
+                s2 = t.consts.get(other)
+                y = None if s2 is None else f(other, sv) if reflected else f(sv, other)
+            else:
+                y = None
+            if y is not None:
+                vals = t.sv
+                slot = len(vals)
+                vals.append(y)
+                t.rows.extend((code, s2, self._slot) if reflected else (code, self._slot, s2))
+                if slot >= MAX_ROWS:
+                    t.roll()
+                r = _new(Tensor)
+                r._v = y
+                r._tape = t
+                r._slot = slot
+                r._rg = True
+                r._meta = None
+                return r
         if to is Tensor:
             ov = other._v
             ro = other._rg
@@ -81,8 +113,7 @@ def _binop(name, reflected=False):
             return binary(code, other, self) if reflected else binary(code, self, other)
         y = f(ov, sv) if reflected else f(sv, ov)
         rs = self._rg
-        if rs or ro:
-            t = state.rec  # (0-d rows keep their value in sv: saved_tensors_hooks pack none)
+        if rs or ro:  # (t: state.rec, read above)
             if t is None or t.sealed:
                 t = general_tape()
         else:
