@@ -59,7 +59,8 @@ def njit(*args, **kwargs):
 # sweep 60-75 CPU-s by the machine's load, up to ~2x that in wall time; tangent_sweep ~17), by
 # the seconds it stands for; an entry not named takes a few seconds
 COMPILE_TIME = {"sweep": (120, "1-2 minutes"), "tangent_sweep": (30, "15-30 seconds"),
-                "special_value": (10, "5-10 seconds"), "special_partial": (10, "5-10 seconds")}
+                "special_value": (10, "5-10 seconds"), "special_partial": (10, "5-10 seconds"),
+                "line_sums": (5, "a few seconds")}
 FEW_SECONDS = (5, "a few seconds")
 _announced = {}  # module -> the longest compile time this process has announced for it
 _lock = threading.Lock()
