@@ -123,9 +123,9 @@ def broadcast_value(code, av, bv):
 
 def line_sums(xv, P, R, shape):
     """np.add.reduce of float64 C-contiguous xv over its trailing block of R elements (P lines),
-    shaped `shape`, by one loop in NumPy's order, where that is faster; else None."""
-    if R > MAX_SUM_LINE or P < MIN_SUM_LINES or xv.dtype is not F64 \
-            or not xv.flags.c_contiguous:
+    shaped `shape`, by one loop in NumPy's order (the caller checks P >= MIN_SUM_LINES and
+    R <= MAX_SUM_LINE, where that is faster); else None."""
+    if xv.dtype is not F64 or not xv.flags.c_contiguous:
         return None
     y = np.empty(shape)
     _sums()(_handle(xv), _handle(y), P, R, _FIELD_OFFSET)

@@ -10,7 +10,7 @@ import numpy as np
 from jit.families import layouts
 from jit.table import OPCODE, TABLE
 
-from .loop_values import line_sums
+from .loop_values import MAX_SUM_LINE, MIN_SUM_LINES, line_sums
 from .record import _shape, _size, normalize_axes, reshape, transpose
 from .state import state
 from .tape import current_tape
@@ -67,7 +67,7 @@ def reduce(name, x, axis=None, keepdims=False):
             axes, P, R, Q, key = plan
             code, reducer = by
             y = line_sums(xv, P, R, _reduced_shape(xv.shape, axes, keepdims)) \
-                if Q == 1 and code == SUM else None
+                if Q == 1 and P >= MIN_SUM_LINES and R <= MAX_SUM_LINE and code == SUM else None
             if y is None:
                 y = reducer(xv, axes, None, None, keepdims) if P * Q < POOLED else \
                     reduce_into(reducer, xv, axes, keepdims)
