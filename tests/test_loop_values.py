@@ -301,3 +301,17 @@ def test_line_sum_gradients_bit_for_bit(shape, monkeypatch):
         assert float(got[0]) == float(want[0])
         _same(_numpy_of(got[1]), _numpy_of(want[1]))
     _same(_numpy_of(loop[2]), _numpy_of(plain[2]))
+
+
+def test_line_sums_entry_any_line_length():
+    """The jitted entry itself over lines longer than the recorder routes (NumPy's recursive
+    pairwise halves from 129 elements on) and of signed zeros: NumPy's bits, and 0 for an
+    inf or NaN sum."""
+    rng = np.random.default_rng(8)
+    for P, R in [(3, 129), (5, 300), (2, 1000), (4, 4097), (300, 1), (300, 9)]:
+        x = rng.normal(size=(P, R))
+        _same(loop_values.line_sums(x, P, R, (P,)), np.add.reduce(x, axis=1))
+        z = np.full((P, R), -0.0)
+        _same(loop_values.line_sums(z, P, R, (P,)), np.add.reduce(z, axis=1))
+        x[P - 1, R // 2] = np.inf
+        assert loop_values.line_sums(x, P, R, (P,)) is None

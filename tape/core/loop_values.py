@@ -11,7 +11,7 @@ Two layouts where NumPy's iteration costs more than its arithmetic:
 NumPy's floating-point warnings (overflow, invalid, divide by zero) follow the user's
 ``np.errstate``; the loops raise none. So a loop runs only where NumPy would raise none: for
 the binary ops, operands whose finite bounds rule out every flagged case (and underflow
-ignored); for sums, a result checked finite afterwards (a sum flags overflow or invalid only
+ignored); for sums, a result the loop finds finite (a sum flags overflow or invalid only
 where its result is inf or NaN; additions never underflow inexactly), else NumPy computes it
 again and warns or raises as it does.
 """
@@ -128,8 +128,7 @@ def line_sums(xv, P, R, shape):
     if xv.dtype is not F64 or not xv.flags.c_contiguous:
         return None
     y = np.empty(shape)
-    _sums()(_handle(xv), _handle(y), P, R, _FIELD_OFFSET)
-    if not np.isfinite(y).all():
+    if not _sums()(_handle(xv), _handle(y), P, R, _FIELD_OFFSET):
         return None  # an inf or NaN: NumPy's sum, with its warnings
     return y
 
