@@ -137,8 +137,9 @@ def _elementwise():
     global _elementwise
     from jit import elementwise
 
-    _elementwise = lambda: elementwise  # noqa: E731 (imported once: import tape loads no Numba)
-    return elementwise
+    fn = _quietly(elementwise)
+    _elementwise = lambda: fn  # noqa: E731 (imported once: import tape loads no Numba)
+    return fn
 
 
 def _sums():
@@ -146,6 +147,21 @@ def _sums():
     import jit._line_sums as module
     from jit._cache import load
 
-    fn = load(module, "line_sums")
+    fn = _quietly(load(module, "line_sums"))
     _sums = lambda: fn  # noqa: E731
     return fn
+
+
+def _quietly(fn):
+    """fn, or under NUMBA_DISABLE_JIT (its loops then run on NumPy scalars, which warn) fn with
+    every floating-point flag ignored: the caller tells what NumPy would."""
+    from numba import config
+
+    if not config.DISABLE_JIT:
+        return fn
+
+    def quiet(*args):
+        with np.errstate(all="ignore"):
+            return fn(*args)
+
+    return quiet
