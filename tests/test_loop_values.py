@@ -252,6 +252,7 @@ def test_line_sums_are_numpys(R, P, lead, keepdims, axis, seed, special, err):
 def test_w2_sum_runs_the_loop(monkeypatch):
     """The loop takes W2's np.sum(Qx * Qx, axis=2) from the shape's second call on; an inf or
     NaN sum is NumPy's again, with its warning."""
+    monkeypatch.setattr(reductions, "_REDUCE_PLANS", {})  # (no plan from earlier tests)
     hits = _spy(monkeypatch, reductions, "line_sums")
     x = np.random.default_rng(6).normal(size=(25, 1000, 10))
     t = tape.tensor(x, requires_grad=True)
