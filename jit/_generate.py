@@ -194,7 +194,7 @@ def render() -> str:
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])
                   for name in ("sum", "add", "subtract", "multiply", "leaf", "link")]
-    families = [(name.upper(), FAMILIES.index(name)) for name in ("unary", "binary", "input")]
+    families = [(name.upper(), FAMILIES.index(name)) for name in ("unary", "binary", "gather", "input")]
     return text + fill(rendered_part("reverse.py"), {
         "block_size": f"BLOCK = {BLOCK}",
         "family_codes": "\n".join(f"{k} = {v}" for k, v in families),
