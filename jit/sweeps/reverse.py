@@ -865,8 +865,8 @@ SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64
 def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     """The one jitted entry point of both sweeps: recompute the values of rows flo..fhi-1, then
     accumulate adjoints through rows rhi-1 down to rlo. A compiled tape's value and gradient are
-    one call; the eager backward passes an empty forward range, a value-only replay an empty
-    reverse range. One entry point also compiles each sweep once (a jitted caller of another
+    one call; a value-only replay passes an empty reverse range (the eager backward, an empty
+    forward range and no part, takes the smaller tiers below, the same reverse code). One entry point also compiles each sweep once (a jitted caller of another
     cached entry point would compile it again).
 
     part = (k, T, out): T = 0 for a call on its own (SEEDED sums run their reverse inside their
