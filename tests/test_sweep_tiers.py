@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 import jit
 import tape
-from jit import CLEAR, FRESH_A, LOCAL, SEEDED, VALUES
+from jit import FRESH_A, LOCAL, SEEDED, VALUES
 from jit._cache import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -349,6 +350,23 @@ def test_unneeded_rows_and_an_empty_range_sweep_nothing():
     assert scalar_sweep(*args, 0, 2) == 0  # (no row needed)
     assert scalar_sweep(*args, 1, 1) == 1  # (no row at all)
     assert list(G) == [1.0, 1.0]
+
+
+def test_each_tier_names_itself_in_the_compile_notice(monkeypatch, capsys):
+    """A tier's compile says which tier, with its own estimate; the longer one after the shorter
+    speaks again, and so does a replay's ``sweep`` after both."""
+    from jit import _cache
+
+    monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
+    monkeypatch.setattr(_cache, "_announced", {})
+    for name in ("scalar_sweep", "eager_sweep", "sweep"):
+        with _cache.compile_notice(name, "jit._interp"):
+            time.sleep(0.3)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3
+    assert "(scalar_sweep; once, a few seconds" in lines[0]
+    assert "(eager_sweep; once, 30-60 seconds" in lines[1]
+    assert "(sweep; once, 1-2 minutes" in lines[2]
 
 
 # -- a first gradient on an empty cache -----------------------------------------------------------
