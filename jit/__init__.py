@@ -46,12 +46,14 @@ class Need(enum.IntFlag):
     VALUES = VALUES
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
-                "reverse_run_pass", "sweep", "elementwise")
+                "reverse_run_pass", "scalar_sweep", "eager_sweep", "sweep", "elementwise")
 # the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)
 PLANS = ("build_tape", "arena_offsets", "whole_prepare", "whole_arena", "whole_outputs",
          "mark_swept", "unread_values")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
+# the eager backward's reverse, in tiers loaded as it needs them (``jit._tiers``)
+TIERED = ("eager_reverse",)
 # the scipy.special rows' own kernels (escapes of the main sweeps, rendered into
 # ``jit._special_sweep``): compiled the first time a recording uses one of those rows
 SPECIAL = ("special_value", "special_partial")
@@ -66,7 +68,7 @@ WARMUP = ([("jit._interp", n) for n in ENTRY_POINTS] + [("jit._tangent", "tangen
           + [("jit._line_sums", "line_sums")])
 
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
-           *SWEEPS, *ENTRY_POINTS, *SPECIAL, *INCOMPLETE]
+           *SWEEPS, *TIERED, *ENTRY_POINTS, *SPECIAL, *INCOMPLETE]
 
 
 def __getattr__(name):
@@ -77,6 +79,11 @@ def __getattr__(name):
     elif name in SWEEPS:
         from . import _interp as module
         load(module, "sweep")
+    elif name in TIERED:  # (each tier is loaded at its first call)
+        from . import _tiers
+
+        value = globals()[name] = getattr(_tiers, name)
+        return value
     elif name == "tangent_sweep":  # forward mode, rendered into its own module
         from . import _tangent as module
     elif name in PLANS:

@@ -10,7 +10,8 @@ The generated file holds both sweeps (the forward value sweep's part is rendered
 ``_generate_forward.py``) behind one jitted entry point, ``sweep(..., flo, fhi, rlo,
 rhi)``: the values of rows flo..fhi-1, then the adjoints through rows rhi-1..rlo, so a compiled
 tape's value and gradient are one call. ``reverse_sweep`` and ``forward_sweep`` are Python
-wrappers that leave one range empty. The output is plain, readable Numba code: the reverse rows are
+wrappers that leave one range empty. The eager backward's tiers ``scalar_sweep`` and
+``eager_sweep`` are smaller entry points over the same reverse code (``jit/_tiers.py``). The output is plain, readable Numba code: the reverse rows are
 one dispatch loop with the 0-d (scalar) op bodies inline in an if/elif chain (LLVM turns it into a
 jump table), and one call per array row into a family kernel (``_reverse_unary``,
 ``_reverse_binary``, ...), itself an if/elif chain over its ops with the loops inline. There are no
@@ -194,7 +195,7 @@ def render() -> str:
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])
                   for name in ("sum", "add", "subtract", "multiply", "leaf", "link")]
-    families = [(name.upper(), FAMILIES.index(name)) for name in ("unary", "binary", "input")]
+    families = [(name.upper(), FAMILIES.index(name)) for name in ("unary", "binary", "gather", "input")]
     return text + fill(rendered_part("reverse.py"), {
         "block_size": f"BLOCK = {BLOCK}",
         "family_codes": "\n".join(f"{k} = {v}" for k, v in families),

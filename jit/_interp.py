@@ -537,6 +537,7 @@ MIN_RUN_SIZE = 2 * BLOCK
 LINE = 32
 UNARY = 1
 BINARY = 2
+GATHER = 6
 INPUT = 0
 
 
@@ -3562,8 +3563,8 @@ SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64
 def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     """The one jitted entry point of both sweeps: recompute the values of rows flo..fhi-1, then
     accumulate adjoints through rows rhi-1 down to rlo. A compiled tape's value and gradient are
-    one call; the eager backward passes an empty forward range, a value-only replay an empty
-    reverse range. One entry point also compiles each sweep once (a jitted caller of another
+    one call; a value-only replay passes an empty reverse range (the eager backward, an empty
+    forward range and no part, takes the smaller tiers below, the same reverse code). One entry point also compiles each sweep once (a jitted caller of another
     cached entry point would compile it again).
 
     part = (k, T, out): T = 0 for a call on its own (SEEDED sums run their reverse inside their
@@ -3597,3 +3598,62 @@ def forward_sweep(R, S, VA, sv, IA, FA, lo, hi, part=WHOLE):
     """``sweep`` with an empty reverse range: the values of rows lo..hi-1, in place (`part`:
     see sweep)."""
     sweep(R, S, VA, _NO_INT, sv, _NO_FLOAT, IA, FA, _NO_NEED, lo, hi, 0, 0, part)
+
+
+# The eager backward's tiers (``jit._tiers.eager_reverse``): smaller entry points than ``sweep``,
+# each its own compile, so that a first gradient on an empty cache compiles only what its tape
+# needs. Every eager backward is a reverse with no forward range and no part, for which ``sweep``
+# never seeds (``seeded`` False); these two are its reverse split by what a row is.
+SIG_SCALAR_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
+                    "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
+# the need bits the scalar tier sweeps a gather row with; any other bit stops it there
+_SCALAR_TIER_BITS = 1 | CLEAR
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The scalar tier: adjoints through rows hi-1 down to the first needed row that is neither
+    a 0-d row of 0-d operands nor a gather (``p[0]`` of an argument), or to lo. Returns the row
+    where it stopped: rows lo..that-1 are still to sweep (``eager_sweep``). Each row gets what
+    ``sweep`` gives it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits
+    are the same; a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~25 for
+    ``eager_sweep`` and ~60 for ``sweep``)."""
+    i = hi
+    while i > lo:
+        i = _reverse_scalars(R, sv, G, need, lo, i)
+        if i == lo:
+            break
+        r = i - 1  # a needed row with a side row: a gather is swept here, anything else stops
+        nd = need[r]
+        code = R[r, 0]
+        if _FAMILY[code & 255] != GATHER or (nd | _SCALAR_TIER_BITS) != _SCALAR_TIER_BITS:
+            break
+        sa = R[r, 1]
+        sb = R[r, 2]
+        k = R[r, 3]
+        n = S[k, 0]
+        pb = 0
+        gb = 0
+        if sb >= 0:
+            pb = VA[sb]
+            gb = GO[sb]
+        _reverse_gather(code, nd, n, S[k, 1], S[k, 2], VA[sa], GO[sa], pb, gb, VA[r], GO[r],
+                        G, IA, FA)
+        if nd & CLEAR:
+            _clear(G, GO[r], n)
+        i = r
+    return i
+
+
+SIG_EAGER_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
+                   "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def eager_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The eager tier: ``reverse_sweep(..., lo, hi)``, the reverse of rows hi-1 down to lo as
+    ``sweep`` runs it with no forward range and no part, every kind of row. Its ``seeded`` is
+    the literal False, which Numba's branch pruning sees through the inlined ``_reverse_rows``:
+    neither ``_reverse_seeded`` nor the forward kernels of ``_forward_seeded_run`` are compiled
+    into it (~25 CPU-s cold, against ~60 for ``sweep``)."""
+    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE)

@@ -335,7 +335,8 @@ tape.value_and_grad(lorenz_loss)(*lorenz_inputs())
 class ColdStartEmptyCache:
     """A fresh process with an EMPTY Numba cache (a new temporary NUMBA_CACHE_DIR, set in the
     subprocess before numba is imported, removed at its exit): ``import tape`` plus the first W1
-    gradient, which compiles the interpreter kernels (~20 s): a user's first run after install."""
+    gradient, which compiles the small passes and the scalar tier of the reverse sweep (~6 s;
+    an array program compiles the eager tier too, ~35 s): a user's first run after install."""
 
     timeout = 240
     number = 1

@@ -203,12 +203,12 @@ def grad_of_one(out, seed, x):
 def _sweep_whole(t, tape_seeds, want, inputs):
     """``_sweep_tape`` of a tape its first backward sweeps whole (``_sweeps_whole``), in five
     jitted calls with little Python between them: ``jit.whole_prepare``, ``jit.need_pass``,
-    ``jit.whole_arena``, ``jit.sweep``, ``jit.whole_outputs``. The same arrays, need pass,
-    arena and sweep as the general path, so the same bits, without its Python for what such a
-    tape cannot have (escapes, hooks, links, freed rows, partial release). Returns None when
-    this backward leaves a row with an operand unswept: the general path then takes the tape
-    (built); else [(source, is a leaf, its adjoint), ...] for the sources a path reaches, the
-    tape released."""
+    ``jit.whole_arena``, ``jit.eager_reverse`` (the sweep's tiers), ``jit.whole_outputs``. The
+    same arrays, need pass, arena and sweep as the general path, so the same bits, without its
+    Python for what such a tape cannot have (escapes, hooks, links, freed rows, partial
+    release). Returns None when this backward leaves a row with an operand unswept: the general
+    path then takes the tape (built); else [(source, is a leaf, its adjoint), ...] for the
+    sources a path reaches, the tape released."""
     t.seal()
     outs = []  # (slot, tensor, is a leaf): the sources, whose adjoints the sweep hands on
     for slot, (leaf, _) in t.leaves.items():
@@ -229,7 +229,7 @@ def _sweep_whole(t, tape_seeds, want, inputs):
     for slot, x, _ in outs:
         places += (slot, at, 0)
         at += x.size
-    head, part = _whole_constants()
+    head = _whole_head()
     size = head + 3 * n + 5 * m + len(roots) + len(places)
     I = np.fromiter(chain((n, m, _FIELD, len(tape_seeds), len(outs)), t.rows, t.side,
                           [0 if v is None else id(v) for v in t.av], roots, places), np.int64,
@@ -250,7 +250,7 @@ def _sweep_whole(t, tape_seeds, want, inputs):
         return None  # (F, V: kept by their views; w not put back: the tape keeps them)
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
     FA = np.concatenate(t.fa) if t.fa else _NO_FA
-    jit.sweep(R, S, VA, GO, F[:n], G, IA, FA, need, 0, 0, 0, n, part)
+    jit.eager_reverse(R, S, VA, GO, F[:n], G, IA, FA, need, 0, n)
     grads = np.empty(at)
     reached = jit.whole_outputs(I, V, M, G, grads)
     arena_pool.keep(spare, G)
@@ -304,14 +304,13 @@ _NO_FA = np.zeros(1)
 _CONSTANTS = [None]
 
 
-def _whole_constants():
-    """The length of I's header of ``jit.whole_prepare`` and the `part` of a ``sweep`` on its
-    own (looked up once: ``import tape`` does not load Numba)."""
+def _whole_head():
+    """The length of I's header of ``jit.whole_prepare`` (looked up once: ``import tape`` does
+    not load Numba)."""
     if _CONSTANTS[0] is None:
-        from jit._interp import WHOLE
         from jit._plan import WHOLE_HEAD
 
-        _CONSTANTS[0] = (WHOLE_HEAD, WHOLE)
+        _CONSTANTS[0] = WHOLE_HEAD
     return _CONSTANTS[0]
 
 
@@ -437,17 +436,22 @@ def sweep_segments(t, A, G, GO, need, has, hooked, hubs, retain_hooked, fresh=No
     argument, ``_run_escape``), and, with `runs` (runs(lo, hi): the large blocked runs of a
     segment, highest first), each of those runs' blocks (the same bits: each element's
     adjoint gets the same terms in the same order). `backward_state`: the BackwardState that
-    ``state.hook`` points look their members up in instead of their own (``run_hooks``)."""
+    ``state.hook`` points look their members up in instead of their own (``run_hooks``).
+    Without `runs` (an eager backward) the jitted segments run in the sweep's tiers
+    (``jit.eager_reverse``), compiled as a tape first needs them; a replay's take ``sweep``."""
     if not (t.escapes or hooked or hubs or t.packed or runs is not None):
-        # nothing for Python between rows: one jitted sweep (most small tapes)
-        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, len(A.sv))
+        # nothing for Python between rows: one jitted sweep (most small tapes), in tiers
+        jit.eager_reverse(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, 0, len(A.sv))
         return
     cuts, dropped = reverse_cuts(t, need, hooked, hubs)
     hooked, hubs = set(hooked), set(hubs)
     T = thread_count(threads) if runs is not None and threads != 1 else 1
 
     def reverse(lo, hi, *part):
-        jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi, *part)
+        if runs is None:  # (an eager backward: no worker shares, so the tiers take it)
+            jit.eager_reverse(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi)
+        else:
+            jit.reverse_sweep(A.R, A.S, A.VA, GO, A.sv, G, A.IA, A.FA, need, lo, hi, *part)
 
     def sweep(lo, hi):
         reverse_in_shares(reverse, runs(lo, hi) if T > 1 else (), T, lo, hi)

@@ -1,0 +1,43 @@
+"""The eager backward's reverse sweep in tiers, so that a first gradient on an empty cache
+compiles only what its tape needs.
+
+``sweep`` holds both sweeps, the seeded runs and every family kernel: ~60 CPU-s to compile cold on
+a 2-core machine. An eager backward needs much less of it: a reverse with no forward range and
+no part, which never seeds. So it runs two smaller entry points of ``jit._interp`` instead:
+``scalar_sweep`` (0-d rows and gathers, ~3 CPU-s cold) from the top of the range, which stops at
+the first row it does not sweep and says where, then ``eager_sweep`` (every kind of row, without
+the seeded runs, ~25 CPU-s) on what is left, if anything is. Each is loaded, or compiled under its
+own compile notice, the first time it is called: a scalar loop (W1) never compiles
+``eager_sweep``, and no eager backward compiles ``sweep``. Both run ``sweep``'s own code for each
+row, so the bits are the same.
+"""
+from __future__ import annotations
+
+from ._cache import load
+
+
+def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """Adjoints through rows hi-1 down to lo, as ``reverse_sweep(..., lo, hi)`` with its default
+    part (no worker share): the scalar tier from the top, then the eager tier below the row where
+    it stopped."""
+    hi = _scalar(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+    if hi > lo:
+        _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+
+
+def _scalar(*args):
+    """The scalar tier, loaded at its first call (then this name is the compiled function)."""
+    global _scalar
+    from . import _interp
+
+    _scalar = load(_interp, "scalar_sweep")
+    return _scalar(*args)
+
+
+def _eager(*args):
+    """The eager tier, loaded at its first call (then this name is the compiled function)."""
+    global _eager
+    from . import _interp
+
+    _eager = load(_interp, "eager_sweep")
+    return _eager(*args)

@@ -1,0 +1,402 @@
+"""The eager backward's reverse sweep in tiers (``jit._tiers``): ``scalar_sweep`` from the top of
+a range, stopping at the first row it does not sweep, then ``eager_sweep`` below it. Gradients
+are the full sweep's to the bit for scalar, mixed and array tapes (escapes, hooks, retain_graph,
+blocked runs, threads, second order); the scalar tier refuses a row it does not handle (it stops
+there and leaves the arena alone); no eager backward calls ``sweep``; and a scalar loop's first
+gradient on an empty cache compiles the scalar tier alone."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jit
+import tape
+from jit import FRESH_A, LOCAL, SEEDED, VALUES
+from jit._cache import load
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "asv_bench" / "benchmarks"))
+import workloads  # noqa: E402
+
+NO_JIT = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
+
+
+def _full(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The eager reverse as it was before the tiers: ``sweep`` itself."""
+    jit.reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+
+
+def bits(a):
+    return np.asarray(a, np.float64).view(np.int64)
+
+
+def assert_same_bits(a, b):
+    a, b = tape_tree(a), tape_tree(b)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert np.shape(x) == np.shape(y)
+        np.testing.assert_array_equal(bits(x), bits(y))  # (-0.0 and 0.0 told apart)
+
+
+def tape_tree(v):
+    out = []
+    for x in (v if isinstance(v, (tuple, list)) else (v,)):
+        out += tape_tree(x) if isinstance(x, (tuple, list)) else [x]
+    return out
+
+
+def tiered_and_full(monkeypatch, run):
+    """run() through the tiers, then through the full sweep."""
+    tiered = run()
+    with monkeypatch.context() as m:
+        m.setattr(jit, "eager_reverse", _full)
+        full = run()
+    return tiered, full
+
+
+@pytest.fixture
+def tiers(monkeypatch):
+    """Records each tier call: ("scalar", lo, hi, where it stopped) and ("eager", lo, hi)."""
+    from jit import _interp, _tiers
+
+    scalar, eager = load(_interp, "scalar_sweep"), load(_interp, "eager_sweep")
+    calls = []
+
+    def spy_scalar(*a):
+        stop = scalar(*a)
+        calls.append(("scalar", a[-2], a[-1], stop))
+        return stop
+
+    def spy_eager(*a):
+        calls.append(("eager", a[-2], a[-1]))
+        eager(*a)
+
+    monkeypatch.setattr(_tiers, "_scalar", spy_scalar)
+    monkeypatch.setattr(_tiers, "_eager", spy_eager)
+    return calls
+
+
+# -- functions: scalar loops, scalars over arrays, arrays with escapes ----------------------------
+
+def lorenz(p, steps=200):
+    sigma, rho, beta = p[0], p[1], p[2]
+    x = y = z = 1.0
+    for _ in range(steps):
+        dx = sigma * (y - x)
+        dy = x * (rho - z) - y
+        dz = x * y - beta * z
+        x = x + 0.001 * dx
+        y = y + 0.001 * dy
+        z = z + 0.001 * dz
+    return x * x + y * y + z * z
+
+
+def scalars_over_arrays(x):
+    """Array rows below, a scalar loop on their sum on top."""
+    s = np.sum(np.sin(x) * x)
+    for _ in range(20):
+        s = s * 0.9 + np.tanh(s) - 0.1 * s * s
+    return s
+
+
+def interleaved(x):
+    """Scalar rows between array rows, a gather of an element, an escape (det) and a blocked
+    run (10^4 elements) in the middle."""
+    a = np.sum(np.exp(0.1 * x[:6]))
+    b = a * a - np.cos(a)
+    m = np.reshape(x[:9], (3, 3)) + 3.0 * np.eye(3)
+    c = np.sum(x * b) + np.linalg.det(m) * x[2]
+    big = np.linspace(-1.0, 1.0, 10_000) * x[0]
+    d = np.sum(np.tanh(big) * np.exp(-big * big) + np.log1p(big * big))
+    return c * c + b + d * x[1]
+
+
+def small_gmm(alphas, means, icf, x):
+    return workloads.gmm_loss(alphas, means, icf, x)
+
+
+def short_nbody(pos0, vel0, masses):
+    pos, vel = pos0, vel0
+    acc = workloads._accel(pos, masses)
+    for _ in range(5):
+        vel = vel + 0.005 * acc
+        pos = pos + 0.01 * vel
+        acc = workloads._accel(pos, masses)
+        vel = vel + 0.005 * acc
+    return 0.5 * np.sum(masses[:, None] * vel * vel)
+
+
+CASES = {
+    "lorenz": (lorenz, (np.array([10.0, 28.0, 8.0 / 3.0]),)),
+    "scalars_over_arrays": (scalars_over_arrays, (np.linspace(-1.0, 1.0, 7),)),
+    "interleaved": (interleaved, (np.linspace(0.1, 1.3, 12),)),
+    "gmm": (small_gmm, workloads.gmm_inputs(d=3, k=4, n=30)),
+    "nbody": (short_nbody, workloads.nbody_inputs()),
+    "elementwise": (workloads.elementwise_loss, workloads.elementwise_inputs(20_000)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_tiers_give_the_full_sweeps_bits(monkeypatch, name):
+    f, args = CASES[name]
+    run = lambda: tape.value_and_grad(f, argnums=tuple(range(len(args))))(*args)  # noqa: E731
+    tiered, full = tiered_and_full(monkeypatch, run)
+    assert_same_bits(tiered, full)
+
+
+def test_the_general_path_and_retain_graph_give_the_same_bits(monkeypatch):
+    """A hook cuts the sweep into segments; retain_graph sweeps the same tape twice."""
+    def run():
+        x = tape.tensor(np.linspace(0.1, 1.3, 12), requires_grad=True)
+        p = tape.tensor(np.array([10.0, 28.0, 8.0 / 3.0]), requires_grad=True)
+        h = np.sin(x) * 2.0
+        h.register_hook(lambda g: g * 0.5)
+        y = interleaved(h) + lorenz(p, 50)
+        y.backward(retain_graph=True)
+        first = (x.grad.copy(), p.grad.copy())
+        y.backward()
+        return first, (x.grad, p.grad)
+
+    tiered, full = tiered_and_full(monkeypatch, run)
+    assert_same_bits(tiered, full)
+    (x1, p1), (x2, p2) = tiered
+    assert_same_bits((2 * x1, 2 * p1), (x2, p2))  # (a second sweep of the same tape adds)
+
+
+def test_second_order_gives_the_same_bits(monkeypatch):
+    p = np.array([10.0, 28.0, 8.0 / 3.0])
+    tiered, full = tiered_and_full(monkeypatch, lambda: tape.hessian(lambda p: lorenz(p, 30))(p))
+    assert_same_bits(tiered, full)
+
+
+def test_threads_each_get_the_full_sweeps_bits(monkeypatch):
+    expected = {}
+    with monkeypatch.context() as m:
+        m.setattr(jit, "eager_reverse", _full)
+        for name in ("lorenz", "interleaved", "nbody"):
+            f, args = CASES[name]
+            expected[name] = tape.value_and_grad(f, argnums=tuple(range(len(args))))(*args)
+    errors = []
+
+    def work(name):
+        try:
+            f, args = CASES[name]
+            for _ in range(3):
+                assert_same_bits(tape.value_and_grad(f, argnums=tuple(range(len(args))))(*args),
+                                 expected[name])
+        except Exception as e:  # (reported by the main thread)
+            errors.append((name, e))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in expected for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(-2.0, 2.0), min_size=12, max_size=12),
+       st.integers(0, 30), st.booleans())
+def test_random_values_and_shapes_of_the_tape(values, steps, arrays_on_top):
+    """Tapes of scalar rows over array rows, or array rows over scalar rows, of any length."""
+    x0 = np.array(values)
+
+    def f(x):
+        s = np.sum(np.sin(x[:5]) * x[5:10]) if not arrays_on_top else x[0] * x[1]
+        for _ in range(steps):
+            s = s * 0.5 + np.sin(s) * x[11]
+        if arrays_on_top:
+            return np.sum(np.exp(x * s) * x)
+        return s
+
+    run = lambda: tape.value_and_grad(f)(x0)  # noqa: E731
+    tiered = run()
+    prev = jit.eager_reverse
+    try:
+        jit.eager_reverse = _full
+        full = run()
+    finally:
+        jit.eager_reverse = prev
+    assert_same_bits(tiered, full)
+
+
+# -- which tier sweeps which rows -----------------------------------------------------------------
+
+def test_a_scalar_loop_is_swept_by_the_scalar_tier_alone(tiers):
+    tape.grad(lorenz)(np.array([10.0, 28.0, 8.0 / 3.0]))
+    assert [c[0] for c in tiers] == ["scalar"]
+    _, lo, hi, stop = tiers[0]
+    assert stop == lo == 0 and hi > 1000  # (its gathers p[0], p[1], p[2] included)
+
+
+def test_the_eager_tier_takes_the_rows_below_the_scalar_tiers_stop(tiers):
+    tape.grad(scalars_over_arrays)(np.linspace(-1.0, 1.0, 7))
+    assert [c[0] for c in tiers] == ["scalar", "eager"]
+    _, lo, hi, stop = tiers[0]
+    assert lo < stop < hi  # the scalar loop on top, swept; the sum below, not
+    assert tiers[1] == ("eager", lo, stop)
+
+
+def test_an_array_tape_goes_to_the_eager_tier_at_once(tiers):
+    tape.grad(lambda x: np.sum(np.sin(x) * x))(np.linspace(-1.0, 1.0, 7))  # (top row: the sum)
+    assert [c[0] for c in tiers] == ["scalar", "eager"]
+    _, lo, hi, stop = tiers[0]
+    assert stop == hi and tiers[1] == ("eager", lo, hi)
+
+
+def test_no_eager_backward_calls_sweep(monkeypatch):
+    """Every eager path (lean, general with escapes and hooks, retain_graph, second order)
+    goes through the tiers: ``sweep``, and its compile, only for compiled replay."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("an eager backward called sweep")
+
+    for name in ("sweep", "reverse_sweep"):
+        monkeypatch.setattr(jit, name, refuse)
+    for f, args in CASES.values():
+        tape.value_and_grad(f, argnums=tuple(range(len(args))))(*args)
+    x = tape.tensor(np.linspace(0.1, 1.3, 12), requires_grad=True)
+    h = np.sin(x)
+    h.register_hook(lambda g: g)
+    y = interleaved(h)
+    y.backward(retain_graph=True)
+    y.backward()
+    tape.hessian(lambda p: lorenz(p, 5))(np.array([10.0, 28.0, 8.0 / 3.0]))
+
+
+# -- the scalar tier refuses what it does not sweep -----------------------------------------------
+
+def _probe_scalar_tier(monkeypatch, f, args, probe):
+    """Run probe(scalar_sweep, arrays) inside f's backward, while its arrays are alive, before
+    the real tier call."""
+    from jit import _interp, _tiers
+
+    scalar = load(_interp, "scalar_sweep")
+    seen = []
+
+    def spy(*a):
+        if not seen:
+            seen.append(probe(scalar, a))
+        return scalar(*a)
+
+    monkeypatch.setattr(_tiers, "_scalar", spy)
+    tape.grad(f)(*args)
+    assert seen
+    return seen[0]
+
+
+@pytest.mark.parametrize("bit", [FRESH_A, LOCAL, SEEDED, VALUES])
+def test_a_gather_with_other_need_bits_stops_the_scalar_tier(monkeypatch, bit):
+    """A gather row marked with a need bit the scalar tier does not sweep (a compiled plan's)
+    stops it at that row: nothing of the gather is added, the full sweep's to do."""
+    def probe(scalar, a):
+        R, S, VA, GO, sv, G, IA, FA, need, lo, hi = a
+        gathers = [r for r in range(lo, hi) if R[r, 3] >= 0 and need[r]
+                   and jit.TABLE[R[r, 0] & 255].family == "gather"]
+        top = max(gathers)
+        marked = need.copy()
+        marked[top] |= bit
+        G1, G2 = G.copy(), G.copy()
+        stop_plain = scalar(R, S, VA, GO, sv, G1, IA, FA, need.copy(), lo, hi)
+        stop = scalar(R, S, VA, GO, sv, G2, IA, FA, marked, lo, hi)
+        leaf = R[top, 1]
+        o, n = GO[leaf], S[R[leaf, 3], 0]
+        return stop_plain, stop, top, G1[o:o + n].copy(), G2[o:o + n].copy(), G.copy(), G2
+
+    stop_plain, stop, top, leaf_plain, leaf_marked, before, after = _probe_scalar_tier(
+        monkeypatch, lambda p: lorenz(p, 20), (np.array([10.0, 28.0, 8.0 / 3.0]),), probe)
+    assert stop_plain == 0  # unmarked, the tier sweeps the gathers too
+    assert stop == top + 1  # marked: it stops at the gather, which it leaves unswept
+    assert np.any(leaf_plain != 0.0)
+    assert np.all(leaf_marked == 0.0)  # (p's adjoint: nothing of this gather, or below it)
+    assert np.any(after != before)  # (the scalar rows above it were swept)
+
+
+def test_a_row_of_another_family_stops_the_scalar_tier(monkeypatch):
+    """A reduction (an array row) stops the scalar tier: it returns that row + 1 and touches
+    no adjoint of that row's operands."""
+    def probe(scalar, a):
+        R, S, VA, GO, sv, G, IA, FA, need, lo, hi = a
+        G1 = G.copy()
+        stop = scalar(R, S, VA, GO, sv, G1, IA, FA, need.copy(), lo, hi)
+        row = stop - 1
+        sa = R[row, 1]
+        o, n = GO[sa], S[R[sa, 3], 0]
+        return stop, jit.TABLE[R[row, 0] & 255].name, R[row, 3], need[row], G1[o:o + n].copy()
+
+    stop, name, k, nd, operand = _probe_scalar_tier(
+        monkeypatch, scalars_over_arrays, (np.linspace(-1.0, 1.0, 7),), probe)
+    assert stop > 0 and name == "sum" and k >= 0 and nd & 1
+    assert np.all(operand == 0.0)
+
+
+def test_unneeded_rows_and_an_empty_range_sweep_nothing():
+    from jit import _interp
+
+    scalar_sweep = load(_interp, "scalar_sweep")
+    R = np.array([[3, -1, -1, -1], [3, 0, -1, -1]], np.int64)  # (0-d neg rows)
+    G = np.ones(2)
+    args = (R, np.zeros((1, 3), np.int64), np.zeros(2, np.int64), np.zeros(2, np.int64),
+            np.ones(2), G, np.zeros(1, np.int64), np.zeros(1), np.zeros(2, np.uint8))
+    assert scalar_sweep(*args, 0, 2) == 0  # (no row needed)
+    assert scalar_sweep(*args, 1, 1) == 1  # (no row at all)
+    assert list(G) == [1.0, 1.0]
+
+
+def test_each_tier_names_itself_in_the_compile_notice(monkeypatch, capsys):
+    """A tier's compile says which tier, with its own estimate; the longer one after the shorter
+    speaks again, and so does a replay's ``sweep`` after both."""
+    from jit import _cache
+
+    monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
+    monkeypatch.setattr(_cache, "_announced", {})
+    for name in ("scalar_sweep", "eager_sweep", "sweep"):
+        with _cache.compile_notice(name, "jit._interp"):
+            time.sleep(0.3)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3
+    assert "(scalar_sweep; once, a few seconds" in lines[0]
+    assert "(eager_sweep; once, 30-60 seconds" in lines[1]
+    assert "(sweep; once, 1-2 minutes" in lines[2]
+
+
+# -- a first gradient on an empty cache -----------------------------------------------------------
+
+_FIRST_W1 = """
+import sys
+import numpy as np, tape
+from jit import _interp
+sys.path.insert(0, {bench!r})
+from workloads import lorenz_inputs, lorenz_loss
+v, g = tape.value_and_grad(lorenz_loss)(*lorenz_inputs())
+print(repr(float(v)), *(repr(float(x)) for x in g))
+print(*(len(getattr(_interp, n).signatures) for n in ("scalar_sweep", "eager_sweep", "sweep")))
+"""
+
+
+@pytest.mark.skipif(NO_JIT, reason="nothing is compiled")
+def test_a_scalar_loops_first_gradient_compiles_the_scalar_tier_alone(tmp_path):
+    """W1's first gradient on an empty cache compiles ``scalar_sweep`` (and the small plans),
+    neither ``eager_sweep`` nor ``sweep``; the bits are a warm process's; the notice names it."""
+    script = tmp_path / "first.py"
+    script.write_text(_FIRST_W1.format(bench=str(ROOT / "asv_bench" / "benchmarks")))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    values, counts = r.stdout.split("\n")[:2]
+    assert counts.split() == ["1", "0", "0"]
+    v, g = tape.value_and_grad(workloads.lorenz_loss)(*workloads.lorenz_inputs())
+    assert [float(s) for s in values.split()] == [float(v), *map(float, g)]
+    lines = r.stderr.splitlines()
+    assert all(ln.startswith("tapejit: compiling") for ln in lines), r.stderr
+    assert not any("eager_sweep" in ln or "(sweep;" in ln for ln in lines)
