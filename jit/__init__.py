@@ -64,7 +64,8 @@ INCOMPLETE = ("incgamma", "incbeta")
 # what ``warmup`` loads or compiles: (module, entry point), in order (``jit._warm``)
 WARMUP = ([("jit._interp", n) for n in ENTRY_POINTS] + [("jit._tangent", "tangent_sweep")]
           + [("jit._plan", n) for n in PLANS] + [("jit._special_sweep", n) for n in SPECIAL]
-          + [("jit._spin", n) for n in ("spin_wait", "serve", "gemm_batch")])
+          + [("jit._spin", n) for n in ("spin_wait", "serve", "gemm_batch")]
+          + [("jit._line_sums", "line_sums")])
 
 __all__ = ["TABLE", "OPCODE", "FAMILIES", "table_hash", "warmup", "tangent_sweep", *PLANS,
            *SWEEPS, *TIERED, *ENTRY_POINTS, *SPECIAL, *INCOMPLETE]

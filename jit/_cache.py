@@ -61,7 +61,8 @@ def njit(*args, **kwargs):
 # few seconds
 COMPILE_TIME = {"sweep": (120, "1-2 minutes"), "eager_sweep": (60, "30-60 seconds"),
                 "tangent_sweep": (30, "15-30 seconds"),
-                "special_value": (10, "5-10 seconds"), "special_partial": (10, "5-10 seconds")}
+                "special_value": (10, "5-10 seconds"), "special_partial": (10, "5-10 seconds"),
+                "line_sums": (5, "a few seconds")}
 FEW_SECONDS = (5, "a few seconds")
 _announced = {}  # module -> the longest compile time this process has announced for it
 _lock = threading.Lock()

@@ -19,6 +19,7 @@ from .arrays import _FIELD
 from .broadcast_plans import broadcast_map, strided_broadcast
 from .conversions import conversion_error
 from .index_plans import _BASIC_MAPS, _hashable, basic_plan, index_map, integer_map
+from .loop_values import broadcast_value
 from .scalar_rules import SCALAR
 from .state import state
 from .tape import MAX_ROWS, current_tape
@@ -343,7 +344,9 @@ def _broadcast(code, a, b, av, bv):
     p = TABLE[code]
     try:
         y = own_binary(code, av, bv) if code in OWN_VALUE else p.ufunc(av, bv) \
-            if av.size * bv.size < POOLED else into(p.ufunc, av, bv)
+            if av.size * bv.size < POOLED else broadcast_value(code, av, bv)
+        if y is None:
+            y = into(p.ufunc, av, bv)
     except ValueError as e:
         raise ValueError(f"{p.name}: {e} (operand shapes {av.shape} and {bv.shape})") from None
     if y.dtype is not F64 or not y.flags.c_contiguous:

@@ -10,6 +10,7 @@ import numpy as np
 from jit.families import layouts
 from jit.table import OPCODE, TABLE
 
+from .loop_values import MAX_SUM_LINE, MIN_SUM_LINES, line_sums
 from .record import _shape, _size, normalize_axes, reshape, transpose
 from .state import state
 from .tape import current_tape
@@ -19,6 +20,7 @@ from .values import check_dtype, constant
 from .value_pool import MIN_CELLS as POOLED, reduce_into
 
 F64 = np.dtype(np.float64)
+SUM = OPCODE["sum"]
 
 
 def _prq(x, axes):
@@ -64,8 +66,11 @@ def reduce(name, x, axis=None, keepdims=False):
         if plan is not None and by is not None:  # an array reduced over adjacent axes, seen before
             axes, P, R, Q, key = plan
             code, reducer = by
-            y = reducer(xv, axes, None, None, keepdims) if P * Q < POOLED else \
-                reduce_into(reducer, xv, axes, keepdims)
+            y = line_sums(xv, P, R, _reduced_shape(xv.shape, axes, keepdims)) \
+                if Q == 1 and P >= MIN_SUM_LINES and R <= MAX_SUM_LINE and code == SUM else None
+            if y is None:
+                y = reducer(xv, axes, None, None, keepdims) if P * Q < POOLED else \
+                    reduce_into(reducer, xv, axes, keepdims)
             if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous \
                     or not y.ndim:
                 y = float(y) if type(y) is np.float64 else check_dtype(y, name)
@@ -104,6 +109,11 @@ def reduce(name, x, axis=None, keepdims=False):
     elif nd and (axis is None or type(axis) is int):
         _note_plan(xv.shape, axis, axes, P, R, Q)
     return _reduce_row(code, xs, y, P, R, Q)
+
+
+def _reduced_shape(shape, axes, keepdims):
+    """The shape of a reduction of `shape` over `axes`."""
+    return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
 
 
 def _note_plan(shape, axis, axes, P, R, Q):
