@@ -66,6 +66,7 @@ def _binop(name, reflected=False):
                 return NotImplemented
             return binary(code, other, self) if reflected else binary(code, self, other)
         t = state.rec  # (0-d rows keep their value in sv: saved_tensors_hooks pack none)
+        y = None
         if t is not None and self._tape is t and not t.sealed:
             # self on the recording tape (so it requires grad), and other a 0-d tensor on it
             # too or a Python float whose shared constant is there already: the row the
@@ -75,66 +76,52 @@ def _binop(name, reflected=False):
                     ov = other._v
                     y = f(ov, sv) if reflected else f(sv, ov)
                     s2 = other._slot
-                else:
-                    y = None
             elif to is float and other:
                 s2 = t.consts.get(other)
-                y = None if s2 is None else f(other, sv) if reflected else f(sv, other)
+                if s2 is not None:
+                    y = f(other, sv) if reflected else f(sv, other)
+        if y is not None:
+            s1 = self._slot
+        else:
+            if to is Tensor:
+                ov = other._v
+                ro = other._rg
+            elif to is float:
+                ov = other
+                ro = False
+            elif to is int:
+                ov = other = float(other)
+                ro = False
+            elif is_operand(other):
+                return binary(code, other, self) if reflected else binary(code, self, other)
             else:
-                y = None
-            if y is not None:
-                vals = t.sv
-                slot = len(vals)
-                vals.append(y)
-                t.rows.extend((code, s2, self._slot) if reflected else (code, self._slot, s2))
-                if slot >= MAX_ROWS:
-                    t.roll()
+                return NotImplemented
+            if type(ov) is not float:
+                return binary(code, other, self) if reflected else binary(code, self, other)
+            y = f(ov, sv) if reflected else f(sv, ov)
+            rs = self._rg
+            if rs or ro:  # (t: state.rec, read above)
+                if t is None or t.sealed:
+                    t = general_tape()
+            else:
+                t = None
+            if t is None:
                 r = _new(Tensor)
                 r._v = y
-                r._tape = t
-                r._slot = slot
-                r._rg = True
+                r._tape = None
+                r._slot = -1
+                r._rg = False
                 r._meta = None
                 return r
-        if to is Tensor:
-            ov = other._v
-            ro = other._rg
-        elif to is float:
-            ov = other
-            ro = False
-        elif to is int:
-            ov = other = float(other)
-            ro = False
-        elif is_operand(other):
-            return binary(code, other, self) if reflected else binary(code, self, other)
-        else:
-            return NotImplemented
-        if type(ov) is not float:
-            return binary(code, other, self) if reflected else binary(code, self, other)
-        y = f(ov, sv) if reflected else f(sv, ov)
-        rs = self._rg
-        if rs or ro:  # (t: state.rec, read above)
-            if t is None or t.sealed:
-                t = general_tape()
-        else:
-            t = None
-        if t is None:
-            r = _new(Tensor)
-            r._v = y
-            r._tape = None
-            r._slot = -1
-            r._rg = False
-            r._meta = None
-            return r
-        s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
-        if ro and other._tape is t:
-            s2 = other._slot
-        elif to is Tensor:
-            s2 = slot_in(t, other)
-        else:  # a Python float: the tape's shared constant (scalar_const adds it once)
-            s2 = t.consts.get(ov) if ov else None
-            if s2 is None:
-                s2 = t.scalar_const(ov)
+            s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
+            if ro and other._tape is t:
+                s2 = other._slot
+            elif to is Tensor:
+                s2 = slot_in(t, other)
+            else:  # a Python float: the tape's shared constant (scalar_const adds it once)
+                s2 = t.consts.get(ov) if ov else None
+                if s2 is None:
+                    s2 = t.scalar_const(ov)
         vals = t.sv
         slot = len(vals)
         vals.append(y)

@@ -10,8 +10,9 @@ import jit
 from jit.table import FAMILIES, TABLE
 
 from ..escapes import ESCAPES
-from ..reverse.backward import (WRITES_A, WRITES_B, ZEROES_OWN, adjoint_takers, arena,
-                                reverse_cuts, segment_bounds, summed_operands)
+from ..reverse.backward import (WRITES_A, WRITES_B, ZEROES_OWN, arena, reverse_cuts,
+                                segment_bounds, summed_operands)
+from ..reverse.written_whole import adjoint_takers
 
 # Array inputs and gradients at least this large skip a copy on a straight value_and_grad: the
 # sweep reads the caller's array in place and accumulates the gradient straight into the array
