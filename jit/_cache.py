@@ -96,7 +96,9 @@ def compile_notice(what: str, module: str = ""):
 def load(module, name: str, notice: bool = True):
     """``module.name``, loaded from the cache (``jit._cache_load``) or compiled for its one
     signature (``SIG_<NAME>``) under a compile notice (unless `notice` is False): the first call
-    then finds it ready."""
+    then finds it ready, and types its array arguments without importing ``numpy.ma``
+    (``jit._array_typeof``)."""
+    from ._array_typeof import install
     from ._cache_load import load_cached
 
     fn, args = entry(module, name)
@@ -106,6 +108,7 @@ def load(module, name: str, notice: bool = True):
         defer()  # (Numba's compile refreshes its registries first; jit/_blas_check.py)
         with compile_notice(name, module.__name__) if notice else nullcontext():
             fn.compile(args)
+    install(fn)
     return fn
 
 
