@@ -1,7 +1,8 @@
 """A warm process start (jit/_cache_load.py): a new process whose kernels are in the cache loads
 them without installing Numba's typing and lowering registries (only a compile reads them) and
 without importing ``numba.np.arraymath`` (its import runs Numba's BLAS check, which imports
-``scipy.linalg``, ~0.3 s); a cached object is linked only once every symbol it uses is in the
+``scipy.linalg``, ~0.3 s), ``numba.np.arrayobj`` (its kernels allocate nothing) or ``numpy.ma``
+(jit/_array_typeof.py); a cached object is linked only once every symbol it uses is in the
 process, else after Numba's registries load, with the BLAS check deferred to the first compile
 (jit/_blas_check.py); and a later compile finds Numba as it would have been (registries, the real
 BLAS answer)."""
