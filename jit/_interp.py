@@ -599,7 +599,7 @@ def need_pass(R, src, root, live, need):
     row i's entry only after the last read of it (a row's operands are earlier slots): no
     scratch array, so the kernel allocates nothing, and loading it from the cache does not
     import Numba's allocation code (``numba.np.arrayobj``, ~30 ms of a new process's first
-    gradient).
+    gradient). So need shares no memory with root or live.
     """
     n = R.shape[0]
     for i in range(n):
