@@ -4,7 +4,8 @@ Two layouts where NumPy's iteration costs more than its arithmetic:
 
 * a binary + - * / whose operands are both broadcast (``x[None] - means[:, None]``): NumPy walks
   the result in short strided lines; the replay's strided nest
-  (``jit.elementwise_arithmetic``, flag 16) does not. These ops are exact by IEEE 754, so the loop gives NumPy's bits.
+  (``jit.elementwise_arithmetic``, flag 16) does not. These ops are exact by IEEE 754, so the
+  loop gives NumPy's bits.
 * sums over the last axis of a C-contiguous array with short lines: ``np.add.reduce`` calls its
   inner loop once per line; ``jit._line_sums`` runs NumPy's pairwise order in one loop.
 
