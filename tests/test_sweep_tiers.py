@@ -264,6 +264,47 @@ def test_random_values_and_shapes_of_the_tape(values, steps, arrays_on_top):
     assert_same_bits(tiered, full)
 
 
+_STEPS = {  # one step of a random array program: (name, function of the running value and x)
+    "exp": lambda h, x: np.exp(0.3 * h),
+    "sin_times": lambda h, x: np.sin(h) * x,
+    "minus_column": lambda h, x: h - x[:, :1],
+    "over_row": lambda h, x: h / (2.0 + x[:1, :] * x[:1, :]),
+    "plus_scalar_param": lambda h, x: h + x[0, 0],
+    "times_broadcast": lambda h, x: (h[:, None, :] * x[None, :, :]).sum(axis=1),
+    "row_sums": lambda h, x: h + np.sum(h, axis=1, keepdims=True),
+    "gather": lambda h, x: h[:, ::-1] + h[1:2, :],
+    "maximum": lambda h, x: np.maximum(h, 0.1 * x),  # (not the array tier's)
+    "where": lambda h, x: np.where(x > 0.0, h, 0.5 * h),  # (not the array tier's)
+    "cumsum": lambda h, x: np.cumsum(h, axis=1),  # (not the array tier's)
+    "power": lambda h, x: (h * h + 1.0) ** 0.75,  # (not the array tier's)
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_STEPS)), min_size=1, max_size=6),
+       st.sampled_from([(1, 1), (1, 5), (4, 1), (3, 4)]), st.integers(0, 2 ** 16))
+def test_random_array_programs_give_the_full_sweeps_bits(steps, shape, seed):
+    """Random chains of array rows, of the array tier's kinds or not, on shapes with size-1
+    axes (one-element operands, broadcasts): the tiers' bits are the full sweep's."""
+    x0 = np.random.default_rng(seed).uniform(-1.5, 1.5, size=shape)
+
+    def f(x):
+        h = x
+        for name in steps:
+            h = _STEPS[name](h, x)
+        return np.sum(h * h)
+
+    run = lambda: tape.value_and_grad(f)(x0)  # noqa: E731
+    tiered = run()
+    prev = jit.eager_reverse
+    try:
+        jit.eager_reverse = _full
+        full = run()
+    finally:
+        jit.eager_reverse = prev
+    assert_same_bits(tiered, full)
+
+
 # -- which tier sweeps which rows -----------------------------------------------------------------
 
 def test_a_scalar_loop_is_swept_by_the_scalar_tier_alone(tiers):
