@@ -9,18 +9,15 @@ run the sweep's own loop for the row, so an eager value and its replay are the s
 from __future__ import annotations
 
 from ._cache import load
-from .table import FAMILIES, OPCODE, TABLE
+from .table import OPCODE, TABLE
 
 _ARITHMETIC = frozenset(OPCODE[name] for name in ("add", "subtract", "multiply", "divide"))
-_UNARY = FAMILIES.index("unary")
 
 
 def _entry_name(op: int) -> str:
     if op in _ARITHMETIC:
         return "elementwise_arithmetic"
-    if FAMILIES.index(TABLE[op].family) == _UNARY:
-        return "elementwise_unary"
-    return "elementwise_binary"
+    return "elementwise_unary" if TABLE[op].family == "unary" else "elementwise_binary"
 
 
 ENTRY = tuple(_entry_name(op) for op in range(len(TABLE)))  # op -> the entry computing it
