@@ -46,14 +46,17 @@ class Need(enum.IntFlag):
     VALUES = VALUES
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
-                "reverse_run_pass", "scalar_sweep", "eager_sweep", "sweep", "elementwise")
+                "reverse_run_pass", "scalar_sweep", "array_sweep", "eager_sweep", "sweep",
+                "elementwise_arithmetic", "elementwise_unary", "elementwise_binary")
 # the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)
 PLANS = ("build_tape", "arena_offsets", "whole_prepare", "whole_arena", "whole_outputs",
          "mark_swept", "unread_values")
 # Python wrappers of ``sweep`` with one of its two ranges empty
 SWEEPS = ("reverse_sweep", "forward_sweep")
-# the eager backward's reverse, in tiers loaded as it needs them (``jit._tiers``)
-TIERED = ("eager_reverse",)
+# the eager backward's reverse, in tiers loaded as it needs them (``jit._tiers``), and the eager
+# recorder's elementwise values, by entry points loaded as its rows need them
+# (``jit._eager_values``)
+TIERED = ("eager_reverse", "elementwise")
 # the scipy.special rows' own kernels (escapes of the main sweeps, rendered into
 # ``jit._special_sweep``): compiled the first time a recording uses one of those rows
 SPECIAL = ("special_value", "special_partial")
@@ -79,10 +82,11 @@ def __getattr__(name):
     elif name in SWEEPS:
         from . import _interp as module
         load(module, "sweep")
-    elif name in TIERED:  # (each tier is loaded at its first call)
-        from . import _tiers
+    elif name in TIERED:  # (each tier or entry is loaded at its first call)
+        from . import _eager_values, _tiers
 
-        value = globals()[name] = getattr(_tiers, name)
+        value = globals()[name] = getattr(_tiers if name == "eager_reverse" else _eager_values,
+                                          name)
         return value
     elif name == "tangent_sweep":  # forward mode, rendered into its own module
         from . import _tangent as module

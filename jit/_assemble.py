@@ -159,38 +159,55 @@ def _chain(rows, case):
     return out
 
 
-def family_kernels(mode: Mode, modules):
+def family_kernels(mode: Mode, modules, dispatch=None):
     """(the kernels' source, the sweep's dispatch lines indented for its row loop); ``modules``
-    maps each family name to its module (``jit.families.family_modules()``)."""
+    maps each family name to its module (``jit.families.family_modules()``). ``dispatch(fam,
+    call)``, if given, returns the lines that take a row of family `fam` (the call by default)."""
     kernels, calls = [], []
     for fi, fam in enumerate(FAMILIES):
         rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam]
         if fam not in modules or not rows:
             continue
-        module = modules[fam]
         name = f"_{mode.name}_{fam}"
-        calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}",
-                  f"    {mode.call.get(fam, name)}({mode.args})"]
-        prologue = _prologue(module, mode.name, fam)
-        scope = mode.scope(prologue)
-
-        def case(p):
-            lines = _case(module, mode.name, p, scope)
-            if lines is None:
-                raise KeyError(f"row {p.name!r} (family {fam}) has no {mode.name} kernel body: "
-                               f"add one to {os.path.relpath(module.__file__)}")
-            return lines
-
-        body = ["op = code & 255"] + prologue + _chain(rows, case)
-        if hasattr(module, "epilogue"):
-            body += module.epilogue(mode.name, fam)
-        if mode.raw:
-            body = [f"p{mode.raw} = _addr({mode.raw})"] + [raw_access(ln, mode.raw, "p" + mode.raw)
-                                                          for ln in body]
-        kernels.append(f'@njit(error_model="numpy")\ndef {name}({mode.args}):\n'
-                       f'    """{mode.doc.format(family=fam)}"""\n' + indent(body, 4))
+        call = f"{mode.call.get(fam, name)}({mode.args})"
+        calls += [f"{'if' if not calls else 'elif'} fam == {fi}:  # {fam}"]
+        calls += ["    " + ln for ln in (dispatch(fam, call) if dispatch else [call])]
+        kernels.append(_kernel(mode, modules[fam], fam, rows, name, mode.doc.format(family=fam)))
     calls += list(mode.after_calls)
     return "\n\n\n".join(kernels), indent(calls, 8)
+
+
+def subset_kernel(mode: Mode, modules, fam: str, names, name: str, doc: str) -> str:
+    """The source of kernel `name`: family `fam`'s kernel for `mode` with the branches of the
+    rows named in `names` only (the same prologue, bodies and epilogue, so the same arithmetic
+    for those rows), for an entry point that needs no other row of the family: a smaller
+    function to compile."""
+    rows = [(c, p) for c, p in enumerate(TABLE) if p.family == fam and p.name in names]
+    missing = set(names) - {p.name for _, p in rows}
+    if missing:
+        raise KeyError(f"no {fam} rows named {sorted(missing)}")
+    return _kernel(mode, modules[fam], fam, rows, name, doc)
+
+
+def _kernel(mode, module, fam, rows, name, doc):
+    prologue = _prologue(module, mode.name, fam)
+    scope = mode.scope(prologue)
+
+    def case(p):
+        lines = _case(module, mode.name, p, scope)
+        if lines is None:
+            raise KeyError(f"row {p.name!r} (family {fam}) has no {mode.name} kernel body: "
+                           f"add one to {os.path.relpath(module.__file__)}")
+        return lines
+
+    body = ["op = code & 255"] + prologue + _chain(rows, case)
+    if hasattr(module, "epilogue"):
+        body += module.epilogue(mode.name, fam)
+    if mode.raw:
+        body = [f"p{mode.raw} = _addr({mode.raw})"] + [raw_access(ln, mode.raw, "p" + mode.raw)
+                                                      for ln in body]
+    return (f'@njit(error_model="numpy")\ndef {name}({mode.args}):\n'
+            f'    """{doc}"""\n' + indent(body, 4))
 
 
 # A family module either generates its branches (``case(mode, p, scope)``, with ``prologue`` and

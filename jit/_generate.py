@@ -48,8 +48,8 @@ import sys
 
 from . import CLEAR, FRESH_A, FRESH_B, LOCAL, SEEDED, VALUES, _raw
 from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
-                        rendered_part, uses)
-from ._generate_forward import render_forward
+                        rendered_part, subset_kernel, uses)
+from ._generate_forward import ARITHMETIC, render_forward
 from .families import family_modules, layout_decoders
 from .families.elementwise import arithmetic_codes, scalar_branches
 from .table import FAMILIES, HELPERS, OPCODE, TABLE, table_hash, vmath_source
@@ -187,10 +187,37 @@ def _operand_reads() -> str:
 REVERSE = Mode("reverse", "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA",
                "Reverse of one {family} row.", call={"binary": "_reverse_binary_lines"}, raw="G")
 
+# The array tier (``array_sweep``, jit/_tiers.py): the families and binary ops of the usual array
+# program, whose reverse kernels compile in about half the time of all of them (input and
+# escape rows, which no sweep kernel takes, included) and the ARITHMETIC binary rows.
+ARRAY_TIER_FAMILIES = ("input", "unary", "reduce", "gather", "scatter", "escape")
+
+
+def _array_tier() -> str:
+    """_ARRAY_TIER[op]: whether the array tier sweeps an array row of op."""
+    flags = [int(p.family in ARRAY_TIER_FAMILIES or p.name in ARITHMETIC) for p in TABLE]
+    return ("\n\n# the array rows the array tier sweeps (_array_tier)\n"
+            f"_ARRAY_TIER = np.array([{', '.join(map(str, flags))}], dtype=np.int64)\n")
+
+
+def _reverse_dispatch(fam, call):
+    """A reverse row's call to its family's kernel in ``_reverse_rows``: binary rows with the
+    kernel the tier passes; the families the array tier does not sweep only when `full` (a
+    literal: pruned from the array tier, which stops above such rows)."""
+    if fam == "binary":
+        call = call.replace("_reverse_binary_lines(", "_reverse_binary_lines(binary, ")
+    if fam in ARRAY_TIER_FAMILIES or fam == "binary":
+        return [call]
+    return ["if full:", "    " + call]
+
 
 def render() -> str:
     text = prelude(HEADER) + "\n# vectorizable math (jit/_vmath.py)\n" + vmath_source()
-    kernels, calls = family_kernels(REVERSE, family_modules())
+    modules = family_modules()
+    kernels, calls = family_kernels(REVERSE, modules, _reverse_dispatch)
+    kernels += "\n\n\n" + subset_kernel(
+        REVERSE, modules, "binary", ARITHMETIC, "_reverse_arithmetic",
+        "Reverse of one +, -, * or / row (the array tier's ``_reverse_binary``).")
     constants = [("CLEAR", CLEAR), ("LOCAL", LOCAL), ("SEEDED", SEEDED), ("FRESH_A", FRESH_A),
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])
@@ -199,7 +226,7 @@ def render() -> str:
     return text + fill(rendered_part("reverse.py"), {
         "block_size": f"BLOCK = {BLOCK}",
         "family_codes": "\n".join(f"{k} = {v}" for k, v in families),
-        "operand_tables": _operand_reads() + _adjoint_factors(),
+        "operand_tables": _operand_reads() + _adjoint_factors() + _array_tier(),
         "family_kernels": kernels,
         "flags_and_opcodes": "\n".join(f"{k} = {v}" for k, v in constants),
         "scalar_body": _scalar_body(),

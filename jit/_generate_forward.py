@@ -73,9 +73,14 @@ the family kernels with n = 1 for 0-d rows saved nothing. The per-primitive loop
 from __future__ import annotations
 
 from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
-                        rendered_part)
+                        rendered_part, subset_kernel)
 from .families import family_modules, reduce
 from .families.elementwise import arithmetic_codes, scalar_branches
+
+# the binary rows of the arithmetic kernels (``_forward_arithmetic``, ``_reverse_arithmetic``:
+# the binary family's kernels with these ops' branches only), which the eager recorder's strided
+# broadcasts and the array tier take (``jit._generate``)
+ARITHMETIC = ("add", "subtract", "multiply", "divide")
 
 def _scalar_body():
     """0-d rows of 0-d operands: the formula inline, operands and result in sv. Add, subtract
@@ -110,7 +115,11 @@ FORWARD = Mode("forward", "code, n, iat, pa, pb, py, IA, W",
 def render_forward() -> str:
     """The forward sweep's helpers, family kernels and row loop, and the eager recorder's entry
     to the elementwise kernels, for ``_generate.render``."""
-    kernels, calls = family_kernels(FORWARD, family_modules())
+    modules = family_modules()
+    kernels, calls = family_kernels(FORWARD, modules)
+    kernels += "\n\n\n" + subset_kernel(
+        FORWARD, modules, "binary", ARITHMETIC, "_forward_arithmetic",
+        "Value of one +, -, * or / row (``elementwise_arithmetic``'s ``_forward_binary``).")
     helpers = "\n\n".join(function_source(fn) for fn in reduce.HELPERS)
     return "\n" + helpers + "\n\n" + kernels + "\n" + fill(rendered_part("forward.py"), {
         "scalar_other": _scalar_other(), "scalar_body": _scalar_body(), "array_body": calls})

@@ -574,6 +574,10 @@ _READS = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0
 _FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1], [1, 1], [2, 2], [2, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=np.int64)
 
 
+# the array rows the array tier sweeps (_array_tier)
+_ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+
+
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
 
 
@@ -1393,6 +1397,123 @@ def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
 
 
 @njit(error_model="numpy")
+def _reverse_arithmetic(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """Reverse of one +, -, * or / row (the array tier's ``_reverse_binary``)."""
+    pG = _addr(G)
+    op = code & 255
+    fl = code >> 8
+    sta = 0 if fl & 1 else 1
+    stb = 0 if fl & 2 else 1
+    ma = IA[iat] if fl & 4 else -1
+    mb = IA[iat + 1] if fl & 8 else -1
+    if op == 29:  # add
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (1.0)))
+    elif op == 30:  # subtract
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-1.0)))
+    elif op == 31:  # multiply
+        if nd & 3 == 3 and pa == pb and ga == gb and fl == 0:
+            if nd & (FRESH_A | FRESH_B):
+                for j in range(n):
+                    t = _ld(pG, gy + j) * _ld(pa, j)
+                    _st(pG, ga + j, (0.0 + t) + t)
+            else:
+                for j in range(n):
+                    x = _ld(pa, j)
+                    g = _ld(pG, gy + j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+        else:
+            if nd & 1:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        b = _ld(pb, j)
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                elif (fl & 13) == 0:  # the other: one element
+                    b = _ld(pb, 0)
+                    for j in range(n):
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b)))
+            if nd & 2:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        a = _ld(pa, j)
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                elif (fl & 14) == 0:  # the other: one element
+                    a = _ld(pa, 0)
+                    for j in range(n):
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (a)))
+    elif op == 32:  # divide
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0 / b)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-y / b)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-y / b)))
+
+
+@njit(error_model="numpy")
 def _sums_operand(nd, code):
     """A row with need bits nd and code takes the adjoint of a one-element operand, which sums
     all of the row's terms: blocked runs, which sweep rows block by block, leave such rows out."""
@@ -1525,13 +1646,13 @@ def _block_share(n, bs, part):
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
+def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part, binary):
     """Rows r1-1 down to r0, block by block: each element's adjoint gets its terms in the same
     order as row by row, so the result is the same to the bit. Local adjoints (need bit LOCAL)
     live in scratch blocks, addressed from G's base like the arena, and are zeroed once read.
     With part = (k, T > 1) this is worker k of T threads, on its share of the blocks (the run's
     rows add to no one-element operand: ``_reverse_run_start``, so the shares touch disjoint
-    adjoints)."""
+    adjoints). `binary`: the binary rows' kernel (``_reverse_elementwise``)."""
     block, nblocks = _run_scratch(R, need, r0, r1)
     scratch = np.zeros(max(nblocks, 1) * BLOCK)
     base = (_addr(scratch) - _addr(G)) // 8  # element offset of the scratch from G's data
@@ -1571,7 +1692,8 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
                 gy = GO[i] + b0
             if nd & (FRESH_A | FRESH_B):  # (marked only where the operand is not one element)
                 _fresh(G, ga, gb, nd, code, sa, sb, m)
-            _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_elementwise(binary, code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy,
+                                 G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
     if lines > 0 and need[top] & CLEAR:  # the sum's adjoint, read by every block (of the share)
@@ -1878,12 +2000,15 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
-    """The reverse of one unary or binary row over n elements (the rows of a run)."""
+def _reverse_elementwise(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """The reverse of one unary or binary row over n elements (the rows of a run); `binary` is
+    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_arithmetic``
+    (a function passed as an argument is a compile-time constant: a direct call, as to a
+    global)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
     else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
-        _reverse_binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+        binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
 @njit(error_model="numpy")
@@ -1924,7 +2049,8 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+def _reverse_pairwise_operand(binary, code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA,
+                              FA):
     """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
     NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
     faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit). Each leaf's terms come
@@ -1961,8 +2087,7 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
         else:
             p2 = po if fl & one else po + 8 * s0
         pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
-        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
-                        IA, FA)
+        binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G, IA, FA)
         lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
     g = ga if bit == 1 else gb
     pG = _addr(G)
@@ -1974,7 +2099,7 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+def _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one binary row. An add or subtract broadcast by strides (flag 16) goes
     by the strides (``_reverse_sum_broadcast``); another broadcast by strides whose inner lines
     are long, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
@@ -1984,7 +2109,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     scratch (the same terms, each adjoint element's in element order, as through maps recorded
     whole, without n ints per broadcast operand on the tape), and the other broadcasts through
     their recorded maps. A row's own one-element operand sums its terms pairwise
-    (``_reverse_pairwise_operand``)."""
+    (``_reverse_pairwise_operand``). `binary` is the kernel of the lines: ``_reverse_binary``, or
+    ``_reverse_arithmetic`` in the array tier."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -1993,8 +2119,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     if not strided and n > 0 and _sums_operand(nd, code):  # its terms added pairwise
         for bit in (1, 2):
             if nd & (code >> 8) & bit:
-                _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
-                                          IA, FA)
+                _reverse_pairwise_operand(binary, code, bit, n, iat, fat, pa, ga, pb, gb, py, gy,
+                                          G, IA, FA)
         nd = nd & (255 - ((code >> 8) & 3))
         if (nd & 3) == 0:
             return
@@ -2035,8 +2161,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
             if blocked:
                 k = min(BLOCK, n - oy)
                 it = strided_maps(IA, iat, oy, k, X)
-            _reverse_binary(line, nd, k, it, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob,
-                            py + 8 * oy, gy + oy, G, X, FA)
+            binary(line, nd, k, it, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob, py + 8 * oy,
+                   gy + oy, G, X, FA)
 
 
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
@@ -2271,11 +2397,16 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
-    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver).
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full):
+    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver);
+    returns the row where it stopped (lo, unless `full` is False).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``).
     `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
-    this is worker k's share."""
+    this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
+    kind of row, with ``_reverse_binary``; False for the array tier, with
+    ``_reverse_arithmetic``, which stops above the first needed row that ``_ARRAY_TIER`` does
+    not name (Numba's branch pruning drops the other families' calls from that tier: less to
+    compile)."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -2301,9 +2432,17 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                 G[_seed_cell(R, G, i)] = g
             i = r0
             continue
+        if full:  # (if / elif, not `not full and ...`: a condition branch pruning can read)
+            pass
+        elif not _ARRAY_TIER[op]:
+            return i + 1
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
-            _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part)
+            if full:
+                pass
+            elif _array_tier_stop(R, need, s, i) >= 0:
+                return i + 1
+            _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
             i = s
             continue
         n = S[k, 0]
@@ -2324,21 +2463,38 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         if fam == 1:  # unary
             _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 2:  # binary
-            _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
-            _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            if full:
+                _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 4:  # reduce
             _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 5:  # scan
-            _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            if full:
+                _reverse_scan(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 6:  # gather
             _reverse_gather(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 7:  # scatter
             _reverse_scatter(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 8:  # matmul
-            _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            if full:
+                _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         if nd & CLEAR:
             _clear(G, gy, n)
+    return lo
+
+
+@njit(error_model="numpy")
+def _array_tier_stop(R, need, lo, hi):
+    """The highest needed row of rows lo..hi-1 that the array tier does not sweep (an array row
+    of a family or op that ``_ARRAY_TIER`` does not name; any 0-d row of 0-d operands is
+    swept), or -1."""
+    i = hi
+    while i > lo:
+        i -= 1
+        if need[i] != 0 and R[i, 3] >= 0 and not _ARRAY_TIER[R[i, 0] & 255]:
+            return i
+    return -1
 
 
 @njit(error_model="numpy", inline="always")  # at Numba's level: LLVM does not inline across
@@ -2974,6 +3130,127 @@ def _forward_matmul(code, n, iat, pa, pb, py, IA, W):
 
 
 @njit(error_model="numpy")
+def _forward_arithmetic(code, n, iat, pa, pb, py, IA, W):
+    """Value of one +, -, * or / row (``elementwise_arithmetic``'s ``_forward_binary``)."""
+    op = code & 255
+    fl = code >> 8
+    n0 = 1
+    n1 = 1
+    n2 = n
+    a0 = 0
+    a1 = 0
+    a2 = 0 if fl & 1 else 1
+    b0 = 0
+    b1 = 0
+    b2 = 0 if fl & 2 else 1
+    if fl & 16:
+        n0 = IA[iat + 2]
+        n1 = IA[iat + 3]
+        n2 = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        a2 = IA[iat + 7]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        b2 = IA[iat + 10]
+    else:
+        if fl & 4:
+            ma = IA[iat]
+            for j in range(n):
+                W[j] = _ld(pa, IA[ma + j])
+            pa = _addr(W)
+        if fl & 8:
+            mb = IA[iat + 1]
+            for j in range(n):
+                W[n + j] = _ld(pb, IA[mb + j])
+            pb = _addr(W) + 8 * n
+    if op == 29:  # add
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a + b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a + b)
+    elif op == 30:  # subtract
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a - b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a - b)
+    elif op == 31:  # multiply
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a * b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a * b)
+    elif op == 32:  # divide
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, a / b)
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, a / b)
+
+
+@njit(error_model="numpy")
 def _forward_run_end(R, S, lo, hi, n):
     """One past the last row of the run of elementwise rows of n elements from row lo. Input
     rows between them (leaves, constants) do nothing in a sweep and do not end the run: an
@@ -3155,8 +3432,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
                     d = np.uint8(nd & (255 - bit))  # (need's type: one compiled kernel)
                     if (d & 3) == 0:
                         break
-                _reverse_elementwise(c, d, m, S[k, 1], S[k, 2], qa, qga, qb, qgb, py, gy, G,
-                                     IA, FA)
+                _reverse_elementwise(_reverse_binary, c, d, m, S[k, 1], S[k, 2], qa, qga, qb, qgb,
+                                     py, gy, G, IA, FA)
                 if t >= 0 and twice == 0:
                     for leaf in range(q, e):
                         term_sums[t, leaf] = _pairwise_leaf(pterms, starts[leaf] - b0,
@@ -3526,12 +3803,40 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         # input and escape rows are skipped: the caller writes their values
 
 
-SIG_ELEMENTWISE = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
+# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): three
+# entry points, each compiled the first time a row needs it, so that a first gradient compiles
+# only the kernels its rows use: the four arithmetic ops' strided broadcasts, the unary rows, the
+# other binary rows.
+SIG_ELEMENTWISE_ARITHMETIC = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
+SIG_ELEMENTWISE_UNARY = SIG_ELEMENTWISE_ARITHMETIC
+SIG_ELEMENTWISE_BINARY = SIG_ELEMENTWISE_ARITHMETIC
+
+
+@njit(error_model="numpy", inline="always")
+def _data(x, field):
+    """The data address of an operand the recorder passes (see ``elementwise_binary``)."""
+    return x if field < 0 else _ld_word(x + field)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def elementwise(code, a, b, y, n, field, IA):
-    """y = the value of one unary or binary array row of n elements (``code`` with its flags, as
+def elementwise_arithmetic(code, a, b, y, n, field, IA):
+    """``elementwise_binary`` for +, -, * and / rows (the strided broadcasts of
+    ``tape.core.loop_values``), by ``_forward_arithmetic``: their branches of the binary kernel,
+    the same loops."""
+    _forward_arithmetic(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field),
+                        IA, np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_unary(code, a, b, y, n, field, IA):
+    """``elementwise_binary`` for unary rows (b unread)."""
+    _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_binary(code, a, b, y, n, field, IA):
+    """y = the value of one binary array row of n elements (``code`` with its flags, as
     recorded) of float64 C-contiguous operands a and b, by the loop a sweep runs for that row.
     The eager recorder computes the primitives in ``jit.table.OWN_VALUE`` here, so that an eager
     value and its replay are the same bits on any CPU (NumPy's own loops for them differ by CPU).
@@ -3544,16 +3849,10 @@ def elementwise(code, a, b, y, n, field, IA):
     (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
     entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
     ~13 s longer, once; loaded from the cache after)."""
-    pa = a if field < 0 else _ld_word(a + field)
-    pb = b if field < 0 else _ld_word(b + field)
-    py = y if field < 0 else _ld_word(y + field)
-    W = np.empty(0)
     # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
     # not a second signature of each)
-    if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
-    else:
-        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
+    _forward_binary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                    np.empty(0))
 
 
 SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -3580,7 +3879,8 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     if fhi > flo:
         _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
-        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part)
+        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part, _reverse_binary,
+                      True)
 
 
 # placeholders for the range a call leaves empty, and the part of a call on its own
@@ -3616,10 +3916,12 @@ _SCALAR_TIER_BITS = 1 | CLEAR
 def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """The scalar tier: adjoints through rows hi-1 down to the first needed row that is neither
     a 0-d row of 0-d operands nor a gather (``p[0]`` of an argument), or to lo. Returns the row
-    where it stopped: rows lo..that-1 are still to sweep (``eager_sweep``). Each row gets what
-    ``sweep`` gives it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits
-    are the same; a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~25 for
-    ``eager_sweep`` and ~60 for ``sweep``)."""
+    where it stopped: rows lo..that-1 are still to sweep, by ``array_sweep`` if every needed
+    row among them is one it sweeps, else by ``eager_sweep``, which the return value then says
+    as -1 - the row (a scan of the rows left, ~1 ns a row). Each row gets what ``sweep`` gives
+    it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
+    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
+    ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
     i = hi
     while i > lo:
         i = _reverse_scalars(R, sv, G, need, lo, i)
@@ -3644,6 +3946,8 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         if nd & CLEAR:
             _clear(G, GO[r], n)
         i = r
+    if i > lo and _array_tier_stop(R, need, lo, i) >= 0:
+        return -1 - i
     return i
 
 
@@ -3658,4 +3962,21 @@ def eager_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     the literal False, which Numba's branch pruning sees through the inlined ``_reverse_rows``:
     neither ``_reverse_seeded`` nor the forward kernels of ``_forward_seeded_run`` are compiled
     into it (~25 CPU-s cold, against ~60 for ``sweep``)."""
-    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE)
+    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True)
+
+
+SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
+                   "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the common
+    kinds ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and
+    their blocked runs; 0-d rows of any op), which covers the usual array program (W2, W3, W5)
+    at about half the compile: no select, scan or matmul kernel, and a binary kernel of the four
+    arithmetic ops (``_reverse_arithmetic``, their branches of ``_reverse_binary``: the same
+    arithmetic, so the same bits). Stops above the first needed row of another kind and returns
+    it (``eager_sweep`` goes on from there); lo when it swept them all."""
+    return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
+                         _reverse_arithmetic, False)

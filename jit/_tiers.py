@@ -3,13 +3,15 @@ compiles only what its tape needs.
 
 ``sweep`` holds both sweeps, the seeded runs and every family kernel: ~60 CPU-s to compile cold on
 a 2-core machine. An eager backward needs much less of it: a reverse with no forward range and
-no part, which never seeds. So it runs two smaller entry points of ``jit._interp`` instead:
+no part, which never seeds. So it runs smaller entry points of ``jit._interp`` instead:
 ``scalar_sweep`` (0-d rows and gathers, ~3 CPU-s cold) from the top of the range, which stops at
-the first row it does not sweep and says where, then ``eager_sweep`` (every kind of row, without
-the seeded runs, ~25 CPU-s) on what is left, if anything is. Each is loaded, or compiled under its
-own compile notice, the first time it is called: a scalar loop (W1) never compiles
-``eager_sweep``, and no eager backward compiles ``sweep``. Both run ``sweep``'s own code for each
-row, so the bits are the same.
+the first row it does not sweep and says where, and whether every needed row below is one of the
+usual array program's (unary, + - * /, reductions, gathers, scatters); then on what is left, if
+anything is, ``array_sweep`` (those rows and their blocked runs, ~15 CPU-s) if so, else
+``eager_sweep`` (every kind of row, without the seeded runs, ~25 CPU-s). Each is loaded, or
+compiled under its own compile notice, the first time it is called: a scalar loop (W1) compiles
+only the first, an array program of the usual rows (W2, W3, W5) the first two, and no eager
+backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are the same.
 """
 from __future__ import annotations
 
@@ -18,11 +20,17 @@ from ._cache import load
 
 def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Adjoints through rows hi-1 down to lo, as ``reverse_sweep(..., lo, hi)`` with its default
-    part (no worker share): the scalar tier from the top, then the eager tier below the row where
-    it stopped."""
+    part (no worker share): the scalar tier from the top, then below the row where it stopped
+    the array tier, or the eager tier when a row there is not the array tier's. (The array tier
+    stops above a row it does not sweep, and the eager tier goes on from there: never met when
+    the scalar tier's scan chose it, and never a wrong row.)"""
     hi = _scalar(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
-    if hi > lo:
-        _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+    if hi < 0:  # (-1 - the row: a row below is not the array tier's)
+        _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, -1 - hi)
+    elif hi > lo:
+        hi = _array(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        if hi > lo:
+            _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
 
 
 def _scalar(*args):
@@ -32,6 +40,15 @@ def _scalar(*args):
 
     _scalar = load(_interp, "scalar_sweep")
     return _scalar(*args)
+
+
+def _array(*args):
+    """The array tier, loaded at its first call (then this name is the compiled function)."""
+    global _array
+    from . import _interp
+
+    _array = load(_interp, "array_sweep")
+    return _array(*args)
 
 
 def _eager(*args):

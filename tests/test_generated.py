@@ -35,6 +35,11 @@ def test_each_entry_point_has_exactly_one_signature(tmp_path):
     loss = (np.exp(x[:, 1:]) * s).sum() + (x @ x.T).sum() + (s * s) + np.linalg.det(x @ x.T)
     loss.backward()
     tape.grad(lambda v: np.sum(np.sin(v)))(np.ones(3))  # the lean backward: whole_outputs
+    # the eager values' entries: unary above; another binary (arctan2, and the eager tier);
+    # a + - * / broadcast by strides (a result of 2^15: the strided loop)
+    tape.grad(lambda v: np.sum(np.arctan2(v, 2.0)))(np.ones(3))
+    b = np.linspace(0.0, 1.0, 256).reshape(1, 16, 16)
+    tape.grad(lambda a: np.sum(a - b))(np.ones((128, 1, 16)))
     tape.compile(lambda x: np.sum(np.exp(x)), np.ones(3)).grad(np.ones(3))  # local_pass
     m = np.ones((40, 40))  # run_pass: the forward of a tape with an escape (replay)
     tape.compile(lambda m: np.sum(np.exp(m @ m)), m)(m)

@@ -1,9 +1,12 @@
 """The eager backward's reverse sweep in tiers (``jit._tiers``): ``scalar_sweep`` from the top of
-a range, stopping at the first row it does not sweep, then ``eager_sweep`` below it. Gradients
-are the full sweep's to the bit for scalar, mixed and array tapes (escapes, hooks, retain_graph,
-blocked runs, threads, second order); the scalar tier refuses a row it does not handle (it stops
-there and leaves the arena alone); no eager backward calls ``sweep``; and a scalar loop's first
-gradient on an empty cache compiles the scalar tier alone."""
+a range, stopping at the first row it does not sweep, then below it ``array_sweep`` when every
+needed row left is one of its kinds, else ``eager_sweep``. Gradients are the full sweep's to the
+bit for scalar, mixed and array tapes (escapes, hooks, retain_graph, blocked runs, threads,
+second order, rows of every family); the scalar and array tiers refuse a row they do not handle
+(they stop there and leave the arena alone); no eager backward calls ``sweep``; a scalar loop's
+first gradient on an empty cache compiles the scalar tier alone, and an array program's the
+scalar and array tiers and the forward entries its rows use; after ``jit.warmup`` nothing
+compiles."""
 from __future__ import annotations
 
 import os
@@ -65,10 +68,12 @@ def tiered_and_full(monkeypatch, run):
 
 @pytest.fixture
 def tiers(monkeypatch):
-    """Records each tier call: ("scalar", lo, hi, where it stopped) and ("eager", lo, hi)."""
+    """Records each tier call: ("scalar", lo, hi, what it returned), ("array", lo, hi, where it
+    stopped) and ("eager", lo, hi)."""
     from jit import _interp, _tiers
 
     scalar, eager = load(_interp, "scalar_sweep"), load(_interp, "eager_sweep")
+    array = load(_interp, "array_sweep")
     calls = []
 
     def spy_scalar(*a):
@@ -76,11 +81,17 @@ def tiers(monkeypatch):
         calls.append(("scalar", a[-2], a[-1], stop))
         return stop
 
+    def spy_array(*a):
+        stop = array(*a)
+        calls.append(("array", a[-2], a[-1], stop))
+        return stop
+
     def spy_eager(*a):
         calls.append(("eager", a[-2], a[-1]))
         eager(*a)
 
     monkeypatch.setattr(_tiers, "_scalar", spy_scalar)
+    monkeypatch.setattr(_tiers, "_array", spy_array)
     monkeypatch.setattr(_tiers, "_eager", spy_eager)
     return calls
 
@@ -135,6 +146,24 @@ def short_nbody(pos0, vel0, masses):
     return 0.5 * np.sum(masses[:, None] * vel * vel)
 
 
+def other_rows(x, w):
+    """Rows the array tier does not sweep (a binary maximum and power, np.where's select, a
+    cumsum, a matmul) among its own (unary, + - * /, sums, gathers), a blocked run below."""
+    big = np.linspace(-1.0, 1.0, 10_000) * x[0]
+    run = np.sum(np.tanh(big) * big + big / (1.0 + big * big))
+    m = np.reshape(x[:6], (2, 3)) @ w
+    h = np.maximum(np.cumsum(x), 0.3) ** 1.5 + np.where(x > 0.5, x, 2.0 * x)
+    return np.sum(m * m) + np.sum(np.exp(-h) * x) * run
+
+
+def arithmetic_broadcasts(x, y, c):
+    """Every arithmetic op of the array tier's binary kernel, broadcast by strides, by index
+    maps, with a one-element operand (its terms summed pairwise) and row against row."""
+    t = x[:, None, :] - y[None, :, None] * c[0]
+    u = (t * t) / (1.5 + y[None, :, None]) + c[1] / (2.0 + x[:, None, :] ** 2)
+    return np.sum(u * c[0] - c[1]) + np.sum(x[:, ::2] * 3.0) / c[0]
+
+
 CASES = {
     "lorenz": (lorenz, (np.array([10.0, 28.0, 8.0 / 3.0]),)),
     "scalars_over_arrays": (scalars_over_arrays, (np.linspace(-1.0, 1.0, 7),)),
@@ -142,6 +171,11 @@ CASES = {
     "gmm": (small_gmm, workloads.gmm_inputs(d=3, k=4, n=30)),
     "nbody": (short_nbody, workloads.nbody_inputs()),
     "elementwise": (workloads.elementwise_loss, workloads.elementwise_inputs(20_000)),
+    "other_rows": (other_rows, (np.linspace(0.1, 1.2, 12),
+                                np.linspace(-1.0, 1.0, 12).reshape(3, 4))),
+    "arithmetic_broadcasts": (arithmetic_broadcasts, (np.linspace(-1.0, 1.0, 6).reshape(2, 3),
+                                                      np.linspace(0.5, 2.0, 5),
+                                                      np.array([0.7, -1.3]))),
 }
 
 
@@ -230,6 +264,47 @@ def test_random_values_and_shapes_of_the_tape(values, steps, arrays_on_top):
     assert_same_bits(tiered, full)
 
 
+_STEPS = {  # one step of a random array program: (name, function of the running value and x)
+    "exp": lambda h, x: np.exp(0.3 * h),
+    "sin_times": lambda h, x: np.sin(h) * x,
+    "minus_column": lambda h, x: h - x[:, :1],
+    "over_row": lambda h, x: h / (2.0 + x[:1, :] * x[:1, :]),
+    "plus_scalar_param": lambda h, x: h + x[0, 0],
+    "times_broadcast": lambda h, x: (h[:, None, :] * x[None, :, :]).sum(axis=1),
+    "row_sums": lambda h, x: h + np.sum(h, axis=1, keepdims=True),
+    "gather": lambda h, x: h[:, ::-1] + h[1:2, :],
+    "maximum": lambda h, x: np.maximum(h, 0.1 * x),  # (not the array tier's)
+    "where": lambda h, x: np.where(x > 0.0, h, 0.5 * h),  # (not the array tier's)
+    "cumsum": lambda h, x: np.cumsum(h, axis=1),  # (not the array tier's)
+    "power": lambda h, x: (h * h + 1.0) ** 0.75,  # (not the array tier's)
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_STEPS)), min_size=1, max_size=6),
+       st.sampled_from([(1, 1), (1, 5), (4, 1), (3, 4)]), st.integers(0, 2 ** 16))
+def test_random_array_programs_give_the_full_sweeps_bits(steps, shape, seed):
+    """Random chains of array rows, of the array tier's kinds or not, on shapes with size-1
+    axes (one-element operands, broadcasts): the tiers' bits are the full sweep's."""
+    x0 = np.random.default_rng(seed).uniform(-1.5, 1.5, size=shape)
+
+    def f(x):
+        h = x
+        for name in steps:
+            h = _STEPS[name](h, x)
+        return np.sum(h * h)
+
+    run = lambda: tape.value_and_grad(f)(x0)  # noqa: E731
+    tiered = run()
+    prev = jit.eager_reverse
+    try:
+        jit.eager_reverse = _full
+        full = run()
+    finally:
+        jit.eager_reverse = prev
+    assert_same_bits(tiered, full)
+
+
 # -- which tier sweeps which rows -----------------------------------------------------------------
 
 def test_a_scalar_loop_is_swept_by_the_scalar_tier_alone(tiers):
@@ -239,19 +314,40 @@ def test_a_scalar_loop_is_swept_by_the_scalar_tier_alone(tiers):
     assert stop == lo == 0 and hi > 1000  # (its gathers p[0], p[1], p[2] included)
 
 
-def test_the_eager_tier_takes_the_rows_below_the_scalar_tiers_stop(tiers):
+def test_the_array_tier_takes_the_rows_below_the_scalar_tiers_stop(tiers):
     tape.grad(scalars_over_arrays)(np.linspace(-1.0, 1.0, 7))
-    assert [c[0] for c in tiers] == ["scalar", "eager"]
+    assert [c[0] for c in tiers] == ["scalar", "array"]
     _, lo, hi, stop = tiers[0]
     assert lo < stop < hi  # the scalar loop on top, swept; the sum below, not
-    assert tiers[1] == ("eager", lo, stop)
+    assert tiers[1] == ("array", lo, stop, lo)
 
 
-def test_an_array_tape_goes_to_the_eager_tier_at_once(tiers):
+def test_an_array_tape_goes_to_the_array_tier_at_once(tiers):
     tape.grad(lambda x: np.sum(np.sin(x) * x))(np.linspace(-1.0, 1.0, 7))  # (top row: the sum)
-    assert [c[0] for c in tiers] == ["scalar", "eager"]
+    assert [c[0] for c in tiers] == ["scalar", "array"]
     _, lo, hi, stop = tiers[0]
-    assert stop == hi and tiers[1] == ("eager", lo, hi)
+    assert stop == hi and tiers[1] == ("array", lo, hi, lo)
+
+
+@pytest.mark.parametrize("f", [lambda x: np.sum(np.maximum(x, 0.2) * x),
+                               lambda x: np.sum(np.where(x > 0.0, x, 0.5 * x) ** 2),
+                               lambda x: np.sum(np.cumsum(x) * x),
+                               lambda x: np.sum(np.reshape(x[:4], (2, 2)) @ np.ones((2, 2))),
+                               lambda x: np.sum(np.arctan2(x, 1.5))])
+def test_a_tape_with_another_row_goes_to_the_eager_tier_alone(tiers, f):
+    """The scalar tier's scan sees a needed row the array tier does not sweep: the eager tier
+    takes every row below the scalar tier's stop, and the array tier is not called."""
+    tape.grad(f)(np.linspace(-1.0, 1.0, 7))
+    assert [c[0] for c in tiers] == ["scalar", "eager"]
+    _, lo, hi, ret = tiers[0]
+    assert lo < -1 - ret <= hi and tiers[1] == ("eager", lo, -1 - ret)
+
+
+def test_an_unneeded_row_of_another_kind_keeps_the_array_tier(tiers):
+    """Only needed rows count: a maximum recorded but not on the output's path."""
+    f = lambda x: (np.maximum(x, 0.0), np.sum(np.exp(x)))[1]  # noqa: E731
+    tape.grad(f)(np.linspace(-1.0, 1.0, 7))
+    assert [c[0] for c in tiers] == ["scalar", "array"]
 
 
 def test_no_eager_backward_calls_sweep(monkeypatch):
@@ -339,6 +435,38 @@ def test_a_row_of_another_family_stops_the_scalar_tier(monkeypatch):
     assert np.all(operand == 0.0)
 
 
+def test_the_array_tier_stops_above_a_row_it_does_not_sweep(monkeypatch):
+    """Called on a tape the scan gives to the eager tier, the array tier stops above the
+    highest needed row of another kind (every row above it swept, that row not), and the eager
+    tier from there gives the full sweep's bits: a tier never sweeps a row wrongly, whoever
+    calls it."""
+    from jit import _interp
+
+    array, eager = load(_interp, "array_sweep"), load(_interp, "eager_sweep")
+
+    def probe(scalar, a):
+        R, S, VA, GO, sv, G, IA, FA, need, lo, hi = a
+        full = G.copy()
+        jit.reverse_sweep(R, S, VA, GO, sv, full, IA, FA, need.copy(), lo, hi)
+        tiered = G.copy()
+        ret = scalar(R, S, VA, GO, sv, tiered, IA, FA, need.copy(), lo, hi)
+        stop = array(R, S, VA, GO, sv, tiered, IA, FA, need.copy(), lo, -1 - ret)
+        row = stop - 1
+        kinds = {jit.TABLE[R[r, 0] & 255].name for r in range(stop, -1 - ret)
+                 if need[r] and R[r, 3] >= 0}
+        eager(R, S, VA, GO, sv, tiered, IA, FA, need.copy(), lo, stop)
+        return ret, stop, jit.TABLE[R[row, 0] & 255].name, kinds, tiered, full
+
+    ret, stop, name, kinds, tiered, full = _probe_scalar_tier(
+        monkeypatch, lambda x: other_rows(x, np.ones((3, 2))), (np.linspace(0.1, 1.2, 12),),
+        probe)
+    assert ret < 0 and stop > 0
+    assert name in ("matmul", "maximum", "power", "where", "cumsum")
+    assert kinds and kinds <= {"add", "subtract", "multiply", "divide", "sum", "exp", "neg",
+                               "copy", "gather"}, kinds
+    assert_same_bits(tiered, full)
+
+
 def test_unneeded_rows_and_an_empty_range_sweep_nothing():
     from jit import _interp
 
@@ -359,14 +487,15 @@ def test_each_tier_names_itself_in_the_compile_notice(monkeypatch, capsys):
 
     monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
     monkeypatch.setattr(_cache, "_announced", {})
-    for name in ("scalar_sweep", "eager_sweep", "sweep"):
+    for name in ("scalar_sweep", "array_sweep", "eager_sweep", "sweep"):
         with _cache.compile_notice(name, "jit._interp"):
             time.sleep(0.3)
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert "(scalar_sweep; once, a few seconds" in lines[0]
-    assert "(eager_sweep; once, 30-60 seconds" in lines[1]
-    assert "(sweep; once, 1-2 minutes" in lines[2]
+    assert "(array_sweep; once, 15-30 seconds" in lines[1]
+    assert "(eager_sweep; once, 30-60 seconds" in lines[2]
+    assert "(sweep; once, 1-2 minutes" in lines[3]
 
 
 # -- a first gradient on an empty cache -----------------------------------------------------------
@@ -400,3 +529,87 @@ def test_a_scalar_loops_first_gradient_compiles_the_scalar_tier_alone(tmp_path):
     lines = r.stderr.splitlines()
     assert all(ln.startswith("tapejit: compiling") for ln in lines), r.stderr
     assert not any("eager_sweep" in ln or "(sweep;" in ln for ln in lines)
+
+
+_FIRST_ARRAY = """
+import sys
+import numpy as np, tape
+from jit import _interp
+sys.path.insert(0, {bench!r})
+from workloads import gmm_inputs, gmm_loss
+v, g = tape.value_and_grad(gmm_loss)(*gmm_inputs(d=3, k=4, n=30))
+print(repr(float(v)), *(repr(float(x)) for x in g.ravel()))
+print(*(len(getattr(_interp, n).signatures) for n in {entries!r}))
+"""
+_ENTRIES = ("scalar_sweep", "array_sweep", "eager_sweep", "sweep", "elementwise_unary",
+            "elementwise_binary")
+
+
+@pytest.mark.skipif(NO_JIT, reason="nothing is compiled")
+def test_an_array_programs_first_gradient_compiles_what_its_rows_need(tmp_path):
+    """W2's first gradient on an empty cache compiles the scalar and array tiers and the unary
+    rows' forward entry (exp, log), not ``eager_sweep``, ``sweep`` or the other binary rows'
+    forward entry; the bits are a warm process's; the notices name what compiles."""
+    script = tmp_path / "first.py"
+    script.write_text(_FIRST_ARRAY.format(bench=str(ROOT / "asv_bench" / "benchmarks"),
+                                          entries=_ENTRIES))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    values, counts = r.stdout.split("\n")[:2]
+    assert dict(zip(_ENTRIES, counts.split())) == {
+        "scalar_sweep": "1", "array_sweep": "1", "eager_sweep": "0", "sweep": "0",
+        "elementwise_unary": "1", "elementwise_binary": "0"}
+    v, g = tape.value_and_grad(workloads.gmm_loss)(*workloads.gmm_inputs(d=3, k=4, n=30))
+    assert [float(s) for s in values.split()] == [float(v), *map(float, g.ravel())]
+    lines = r.stderr.splitlines()
+    assert all(ln.startswith("tapejit: compiling") for ln in lines), r.stderr
+    assert any("(array_sweep; once, 15-30 seconds" in ln for ln in lines), r.stderr
+    assert not any("eager_sweep" in ln or "(sweep;" in ln for ln in lines)
+
+
+_AFTER_WARMUP = """
+import numpy as np, tape
+from numba.core import event
+compiled = []
+
+
+class Count(event.Listener):
+    def on_start(self, e):
+        compiled.append(e.data["dispatcher"].py_func.__name__)
+
+    def on_end(self, e):
+        pass
+
+
+event.register("numba:compile", Count())
+x = np.linspace(0.1, 1.2, 12)
+tape.grad(lambda p: p[0] * p[1] + np.sin(p[2]))(x)                      # scalar tier
+tape.grad(lambda v: np.sum(np.exp(v) * np.log1p(v[:, None] - v[None, :])))(x)  # array tier
+tape.grad(lambda v: np.sum(np.maximum(v, 0.3) ** 1.5 + np.arctan2(v, 2.0)))(x)  # eager tier
+b = np.linspace(0.0, 1.0, 256).reshape(1, 16, 16)  # (a broadcast of 32768: the strided loop)
+tape.grad(lambda a: np.sum((a - b) * a))(np.linspace(0.1, 1.2, 2048).reshape(128, 1, 16))
+from jit import _interp
+print(compiled)
+print(*(len(getattr(_interp, n).signatures) for n in {entries!r}))
+"""
+
+
+@pytest.mark.skipif(NO_JIT, reason="nothing is compiled")
+def test_after_warmup_a_process_compiles_nothing(tmp_path):
+    """``jit.warmup`` compiles every tier and forward entry an eager gradient may load: a new
+    process on the same cache, running each of them, compiles nothing and prints nothing."""
+    from jit._cache import cache_dir
+
+    jit.warmup()  # (the session's cache: loads, unless something is missing)
+    script = tmp_path / "warm.py"
+    entries = _ENTRIES[:3] + _ENTRIES[4:] + ("elementwise_arithmetic",)
+    script.write_text(_AFTER_WARMUP.format(entries=entries))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=os.path.abspath(cache_dir()))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    compiled, loaded = r.stdout.splitlines()
+    assert compiled == "[]" and r.stderr == "", (r.stdout, r.stderr)
+    assert loaded.split() == ["1"] * len(entries)  # (each of them was used)

@@ -189,8 +189,8 @@ def _forward_seeded_run(R, S, VA, GO, G, IA, FA, W, need, r0, r1, n, part, seed)
                     d = np.uint8(nd & (255 - bit))  # (need's type: one compiled kernel)
                     if (d & 3) == 0:
                         break
-                _reverse_elementwise(c, d, m, S[k, 1], S[k, 2], qa, qga, qb, qgb, py, gy, G,
-                                     IA, FA)
+                _reverse_elementwise(_reverse_binary, c, d, m, S[k, 1], S[k, 2], qa, qga, qb, qgb,
+                                     py, gy, G, IA, FA)
                 if t >= 0 and twice == 0:
                     for leaf in range(q, e):
                         term_sums[t, leaf] = _pairwise_leaf(pterms, starts[leaf] - b0,
@@ -417,12 +417,40 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 # <array_body>
 
 
-SIG_ELEMENTWISE = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
+# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): three
+# entry points, each compiled the first time a row needs it, so that a first gradient compiles
+# only the kernels its rows use: the four arithmetic ops' strided broadcasts, the unary rows, the
+# other binary rows.
+SIG_ELEMENTWISE_ARITHMETIC = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
+SIG_ELEMENTWISE_UNARY = SIG_ELEMENTWISE_ARITHMETIC
+SIG_ELEMENTWISE_BINARY = SIG_ELEMENTWISE_ARITHMETIC
+
+
+@njit(error_model="numpy", inline="always")
+def _data(x, field):
+    """The data address of an operand the recorder passes (see ``elementwise_binary``)."""
+    return x if field < 0 else _ld_word(x + field)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def elementwise(code, a, b, y, n, field, IA):
-    """y = the value of one unary or binary array row of n elements (``code`` with its flags, as
+def elementwise_arithmetic(code, a, b, y, n, field, IA):
+    """``elementwise_binary`` for +, -, * and / rows (the strided broadcasts of
+    ``tape.core.loop_values``), by ``_forward_arithmetic``: their branches of the binary kernel,
+    the same loops."""
+    _forward_arithmetic(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field),
+                        IA, np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_unary(code, a, b, y, n, field, IA):
+    """``elementwise_binary`` for unary rows (b unread)."""
+    _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_binary(code, a, b, y, n, field, IA):
+    """y = the value of one binary array row of n elements (``code`` with its flags, as
     recorded) of float64 C-contiguous operands a and b, by the loop a sweep runs for that row.
     The eager recorder computes the primitives in ``jit.table.OWN_VALUE`` here, so that an eager
     value and its replay are the same bits on any CPU (NumPy's own loops for them differ by CPU).
@@ -435,13 +463,7 @@ def elementwise(code, a, b, y, n, field, IA):
     (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
     entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
     ~13 s longer, once; loaded from the cache after)."""
-    pa = a if field < 0 else _ld_word(a + field)
-    pb = b if field < 0 else _ld_word(b + field)
-    py = y if field < 0 else _ld_word(y + field)
-    W = np.empty(0)
     # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
     # not a second signature of each)
-    if _FAMILY[code & 255] == UNARY:
-        _forward_unary(code, n, np.int64(0), pa, pb, py, IA, W)
-    else:
-        _forward_binary(code, n, np.int64(0), pa, pb, py, IA, W)
+    _forward_binary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                    np.empty(0))

@@ -234,13 +234,13 @@ def _block_share(n, bs, part):
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
+def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part, binary):
     """Rows r1-1 down to r0, block by block: each element's adjoint gets its terms in the same
     order as row by row, so the result is the same to the bit. Local adjoints (need bit LOCAL)
     live in scratch blocks, addressed from G's base like the arena, and are zeroed once read.
     With part = (k, T > 1) this is worker k of T threads, on its share of the blocks (the run's
     rows add to no one-element operand: ``_reverse_run_start``, so the shares touch disjoint
-    adjoints)."""
+    adjoints). `binary`: the binary rows' kernel (``_reverse_elementwise``)."""
     block, nblocks = _run_scratch(R, need, r0, r1)
     scratch = np.zeros(max(nblocks, 1) * BLOCK)
     base = (_addr(scratch) - _addr(G)) // 8  # element offset of the scratch from G's data
@@ -280,7 +280,8 @@ def _reverse_run(R, S, VA, GO, G, IA, FA, need, r0, r1, n, part):
                 gy = GO[i] + b0
             if nd & (FRESH_A | FRESH_B):  # (marked only where the operand is not one element)
                 _fresh(G, ga, gb, nd, code, sa, sb, m)
-            _reverse_elementwise(code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_elementwise(binary, code, nd, m, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy,
+                                 G, IA, FA)
             if nd & (CLEAR | LOCAL):  # while the block is in cache; a local one every block
                 _clear(G, gy, m)
     if lines > 0 and need[top] & CLEAR:  # the sum's adjoint, read by every block (of the share)
@@ -587,12 +588,15 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_elementwise(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
-    """The reverse of one unary or binary row over n elements (the rows of a run)."""
+def _reverse_elementwise(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """The reverse of one unary or binary row over n elements (the rows of a run); `binary` is
+    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_arithmetic``
+    (a function passed as an argument is a compile-time constant: a direct call, as to a
+    global)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
     else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
-        _reverse_binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+        binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
 
 
 @njit(error_model="numpy")
@@ -633,7 +637,8 @@ def _reverse_sum_broadcast(op, nd, iat, ga, gb, gy, G, IA):
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+def _reverse_pairwise_operand(binary, code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA,
+                              FA):
     """The adjoint of a binary row's one-element operand (bit 1: a, 2: b): its n terms added in
     NumPy's pairwise order, as a sum's, not in a chain of dependent adds through memory (~3x
     faster on 10^6 terms, and d/dc sum(c * x) is np.sum(x) to the bit). Each leaf's terms come
@@ -670,8 +675,7 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
         else:
             p2 = po if fl & one else po + 8 * s0
         pa2, ga2, pb2, gb2 = (pval, gt, p2, gb) if bit == 1 else (p2, ga, pval, gt)
-        _reverse_binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G,
-                        IA, FA)
+        binary(code2, bit, m, iat, fat, pa2, ga2, pb2, gb2, py + 8 * s0, gy + s0, G, IA, FA)
         lsum[q] = _pairwise_leaf(pterms, 0, m)  # (_pairwise, recursive, crashes the sweep)
     g = ga if bit == 1 else gb
     pG = _addr(G)
@@ -683,7 +687,7 @@ def _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
 
 
 @njit(error_model="numpy", inline="always")
-def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+def _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one binary row. An add or subtract broadcast by strides (flag 16) goes
     by the strides (``_reverse_sum_broadcast``); another broadcast by strides whose inner lines
     are long, read at strides 0 or 1, is swept line by line, each line as a row of its own (an
@@ -693,7 +697,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     scratch (the same terms, each adjoint element's in element order, as through maps recorded
     whole, without n ints per broadcast operand on the tape), and the other broadcasts through
     their recorded maps. A row's own one-element operand sums its terms pairwise
-    (``_reverse_pairwise_operand``)."""
+    (``_reverse_pairwise_operand``). `binary` is the kernel of the lines: ``_reverse_binary``, or
+    ``_reverse_arithmetic`` in the array tier."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -702,8 +707,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
     if not strided and n > 0 and _sums_operand(nd, code):  # its terms added pairwise
         for bit in (1, 2):
             if nd & (code >> 8) & bit:
-                _reverse_pairwise_operand(code, bit, n, iat, fat, pa, ga, pb, gb, py, gy, G,
-                                          IA, FA)
+                _reverse_pairwise_operand(binary, code, bit, n, iat, fat, pa, ga, pb, gb, py, gy,
+                                          G, IA, FA)
         nd = nd & (255 - ((code >> 8) & 3))
         if (nd & 3) == 0:
             return
@@ -744,8 +749,8 @@ def _reverse_binary_lines(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, 
             if blocked:
                 k = min(BLOCK, n - oy)
                 it = strided_maps(IA, iat, oy, k, X)
-            _reverse_binary(line, nd, k, it, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob,
-                            py + 8 * oy, gy + oy, G, X, FA)
+            binary(line, nd, k, it, fat, pa + 8 * oa, ga + oa, pb + 8 * ob, gb + ob, py + 8 * oy,
+                   gy + oy, G, X, FA)
 
 
 # need bit 4: zero a row's adjoint once it has been swept. A compiled tape sweeps the same
@@ -802,11 +807,16 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
-    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver).
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full):
+    """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver);
+    returns the row where it stopped (lo, unless `full` is False).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``).
     `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
-    this is worker k's share."""
+    this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
+    kind of row, with ``_reverse_binary``; False for the array tier, with
+    ``_reverse_arithmetic``, which stops above the first needed row that ``_ARRAY_TIER`` does
+    not name (Numba's branch pruning drops the other families' calls from that tier: less to
+    compile)."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -832,9 +842,17 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
                 G[_seed_cell(R, G, i)] = g
             i = r0
             continue
+        if full:  # (if / elif, not `not full and ...`: a condition branch pruning can read)
+            pass
+        elif not _ARRAY_TIER[op]:
+            return i + 1
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
-            _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part)
+            if full:
+                pass
+            elif _array_tier_stop(R, need, s, i) >= 0:
+                return i + 1
+            _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
             i = s
             continue
         n = S[k, 0]
@@ -855,6 +873,20 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 # <array_body>
         if nd & CLEAR:
             _clear(G, gy, n)
+    return lo
+
+
+@njit(error_model="numpy")
+def _array_tier_stop(R, need, lo, hi):
+    """The highest needed row of rows lo..hi-1 that the array tier does not sweep (an array row
+    of a family or op that ``_ARRAY_TIER`` does not name; any 0-d row of 0-d operands is
+    swept), or -1."""
+    i = hi
+    while i > lo:
+        i -= 1
+        if need[i] != 0 and R[i, 3] >= 0 and not _ARRAY_TIER[R[i, 0] & 255]:
+            return i
+    return -1
 # <forward>
 
 
@@ -882,7 +914,8 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
     if fhi > flo:
         _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
-        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part)
+        _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part, _reverse_binary,
+                      True)
 
 
 # placeholders for the range a call leaves empty, and the part of a call on its own
@@ -918,10 +951,12 @@ _SCALAR_TIER_BITS = 1 | CLEAR
 def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """The scalar tier: adjoints through rows hi-1 down to the first needed row that is neither
     a 0-d row of 0-d operands nor a gather (``p[0]`` of an argument), or to lo. Returns the row
-    where it stopped: rows lo..that-1 are still to sweep (``eager_sweep``). Each row gets what
-    ``sweep`` gives it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits
-    are the same; a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~25 for
-    ``eager_sweep`` and ~60 for ``sweep``)."""
+    where it stopped: rows lo..that-1 are still to sweep, by ``array_sweep`` if every needed
+    row among them is one it sweeps, else by ``eager_sweep``, which the return value then says
+    as -1 - the row (a scan of the rows left, ~1 ns a row). Each row gets what ``sweep`` gives
+    it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
+    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
+    ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
     i = hi
     while i > lo:
         i = _reverse_scalars(R, sv, G, need, lo, i)
@@ -946,6 +981,8 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         if nd & CLEAR:
             _clear(G, GO[r], n)
         i = r
+    if i > lo and _array_tier_stop(R, need, lo, i) >= 0:
+        return -1 - i
     return i
 
 
@@ -960,4 +997,21 @@ def eager_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     the literal False, which Numba's branch pruning sees through the inlined ``_reverse_rows``:
     neither ``_reverse_seeded`` nor the forward kernels of ``_forward_seeded_run`` are compiled
     into it (~25 CPU-s cold, against ~60 for ``sweep``)."""
-    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE)
+    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True)
+
+
+SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
+                   "float64[::1], int64[::1], float64[::1], uint8[::1], int64, int64)")
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the common
+    kinds ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and
+    their blocked runs; 0-d rows of any op), which covers the usual array program (W2, W3, W5)
+    at about half the compile: no select, scan or matmul kernel, and a binary kernel of the four
+    arithmetic ops (``_reverse_arithmetic``, their branches of ``_reverse_binary``: the same
+    arithmetic, so the same bits). Stops above the first needed row of another kind and returns
+    it (``eager_sweep`` goes on from there); lo when it swept them all."""
+    return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
+                         _reverse_arithmetic, False)

@@ -3,8 +3,9 @@
 Two layouts where NumPy's iteration costs more than its arithmetic:
 
 * a binary + - * / whose operands are both broadcast (``x[None] - means[:, None]``): NumPy walks
-  the result in short strided lines; the replay's strided nest (``jit.elementwise``, flag 16)
-  does not. These ops are exact by IEEE 754, so the loop gives NumPy's bits.
+  the result in short strided lines; the replay's strided nest
+  (``jit.elementwise_arithmetic``, flag 16) does not. These ops are exact by IEEE 754, so the
+  loop gives NumPy's bits.
 * sums over the last axis of a C-contiguous array with short lines: ``np.add.reduce`` calls its
   inner loop once per line; ``jit._line_sums`` runs NumPy's pairwise order in one loop.
 
@@ -116,8 +117,8 @@ def broadcast_value(code, av, bv):
     from .value_pool import take
 
     y = take(shape, n)
-    _elementwise()(code | STRIDED << FLAG_SHIFT, _handle(av), _handle(bv), _handle(y), n,
-                   _FIELD_OFFSET, ia)
+    _arithmetic()(code | STRIDED << FLAG_SHIFT, _handle(av), _handle(bv), _handle(y), n,
+                  _FIELD_OFFSET, ia)
     return y
 
 
@@ -133,12 +134,12 @@ def line_sums(xv, P, R, shape):
     return y
 
 
-def _elementwise():
-    global _elementwise
-    from jit import elementwise
+def _arithmetic():
+    global _arithmetic
+    from jit import elementwise_arithmetic
 
-    fn = _quietly(elementwise)
-    _elementwise = lambda: fn  # noqa: E731 (imported once: import tape loads no Numba)
+    fn = _quietly(elementwise_arithmetic)
+    _arithmetic = lambda: fn  # noqa: E731 (imported once: import tape loads no Numba)
     return fn
 
 
