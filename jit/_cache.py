@@ -41,9 +41,16 @@ def _ours():
 
 
 def njit(*args, **kwargs):
-    """``numba.njit``; with ``cache=True`` the function is cached in ``cache_dir()``."""
+    """``numba.njit``; with ``cache=True`` the function is cached in ``cache_dir()``, and
+    without, a helper's dispatcher is made at the process's first compile (``jit._helpers``)."""
     if not kwargs.get("cache"):
-        return numba.njit(*args, **kwargs)
+        from ._helpers import helper
+
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return helper(args[0], {})
+        if args:  # (signatures: Numba compiles them now)
+            return numba.njit(*args, **kwargs)
+        return lambda fn: helper(fn, kwargs)
     if len(args) == 1 and callable(args[0]) and not kwargs.keys() - {"cache"}:
         with _ours():
             return numba.njit(args[0], cache=True)
@@ -98,7 +105,9 @@ def compile_notice(what: str, module: str = ""):
 def load(module, name: str, notice: bool = True):
     """``module.name``, loaded from the cache (``jit._cache_load``) or compiled for its one
     signature (``SIG_<NAME>``) under a compile notice (unless `notice` is False): the first call
-    then finds it ready."""
+    then finds it ready, and types its array arguments without importing ``numpy.ma``
+    (``jit._array_typeof``)."""
+    from ._array_typeof import install
     from ._cache_load import load_cached
 
     fn, args = entry(module, name)
@@ -108,6 +117,7 @@ def load(module, name: str, notice: bool = True):
         defer()  # (Numba's compile refreshes its registries first; jit/_blas_check.py)
         with compile_notice(name, module.__name__) if notice else nullcontext():
             fn.compile(args)
+    install(fn)
     return fn
 
 

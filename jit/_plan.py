@@ -6,8 +6,6 @@ step). The loops read and write only the arrays they are given.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ._cache import njit  # cache=True: tapejit's cache directory (jit/_cache.py)
 
 from ._interp import _addr, _ld_word
@@ -118,33 +116,38 @@ def whole_prepare(I, F, R, S, V, is_array, M):
         M[0, I[outs + 3 * j]] = 1
 
 
-SIG_WHOLE_ARENA = ("float64[::1](int64[::1], float64[::1], int64[:, ::1], int64[:, ::1], "
-                   "boolean[::1], uint8[:, ::1], float64[::1])")
+SIG_WHOLE_ARENA = ("int64(int64[::1], float64[::1], int64[:, ::1], int64[:, ::1], boolean[::1], "
+                   "uint8[:, ::1], float64[::1], boolean)")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def whole_arena(I, F, R, V, is_array, M, spare):
-    """After ``whole_prepare`` and ``need_pass``: the adjoint arena over the live slots (its
-    offsets in V's row GO, as ``arena_offsets``), seeded from F, for the reverse ``sweep``:
-    the start of `spare` when it is long enough (memory already mapped), else new.
-    Returns it, or an empty array, nothing laid out, when some row with an operand would stay
-    unswept (the tape outlives this backward: the general path takes it from the arrays
-    ``whole_prepare`` filled)."""
+def whole_arena(I, F, R, V, is_array, M, G, laid_out):
+    """After ``whole_prepare`` and ``need_pass``: the adjoint arena over the live slots for the
+    reverse ``sweep``. Lays out its offsets (V's row GO, as ``arena_offsets``) and returns its
+    length; when G is that long, its start is the arena, zeroed and seeded from F. Else nothing
+    is seeded and the caller passes an array of that length with `laid_out` True, which seeds it
+    without laying out again. The caller allocates: a kernel that allocates loads Numba's
+    allocation code (``numba.np.arrayobj``) with it, ~30 ms of a new process's first gradient.
+    Returns -1, nothing laid out, when some row with an operand would stay unswept (the tape
+    outlives this backward: the general path takes it from the arrays ``whole_prepare``
+    filled)."""
     n = I[0]
     root = M[1]
     live = M[2]
     need = M[3]
-    for i in range(n):
-        if R[i, 1] >= 0 and need[i] == 0 and root[i] == 0:
-            return np.zeros(0)
     size = V[0]
     GO = V[2]
-    end = _pack_offsets(is_array, size, live, GO)
-    if end <= spare.size:
-        G = spare[:end]
-        G[:] = 0.0
+    if laid_out:
+        end = G.shape[0]
     else:
-        G = np.zeros(end)
+        for i in range(n):
+            if R[i, 1] >= 0 and need[i] == 0 and root[i] == 0:
+                return -1
+        end = _pack_offsets(is_array, size, live, GO)
+        if end > G.shape[0]:
+            return end
+    for e in range(end):
+        G[e] = 0.0
     roots = WHOLE_HEAD + 3 * n + 5 * I[1]
     for j in range(I[3]):
         s = I[roots + 2 * j]
@@ -153,7 +156,7 @@ def whole_arena(I, F, R, V, is_array, M, spare):
             o = GO[s]
             for e in range(size[s]):
                 G[o + e] += F[f + e]
-    return G
+    return end
 
 
 SIG_WHOLE_OUTPUTS = ("int64(int64[::1], int64[:, ::1], uint8[:, ::1], float64[::1], "

@@ -243,11 +243,16 @@ def _sweep_whole(t, tape_seeds, want, inputs):
     jit.whole_prepare(I, F, R, S, V, is_array, M)
     jit.need_pass(R, src, root, live, need)
     spare = arena_pool.spare()
-    G = jit.whole_arena(I, F, R, V, is_array, M, spare)
-    if not len(G):
-        arena_pool.keep(spare, G)
+    end = jit.whole_arena(I, F, R, V, is_array, M, spare, False)
+    if end < 0:
+        arena_pool.keep(spare, spare)
         t.build(built_arrays(t, R, S, F[:n], VA, V[0], is_array))
         return None  # (F, V: kept by their views; w not put back: the tape keeps them)
+    if end <= spare.size:
+        G = spare[:end]
+    else:  # (the kernels allocate nothing: jit/_plan.py)
+        G = np.empty(end)
+        jit.whole_arena(I, F, R, V, is_array, M, G, True)
     IA = np.concatenate(t.ia) if t.ia else _NO_IA
     FA = np.concatenate(t.fa) if t.fa else _NO_FA
     jit.eager_reverse(R, S, VA, GO, F[:n], G, IA, FA, need, 0, n)
