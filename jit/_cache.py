@@ -41,16 +41,9 @@ def _ours():
 
 
 def njit(*args, **kwargs):
-    """``numba.njit``; with ``cache=True`` the function is cached in ``cache_dir()``, and
-    without, a helper's dispatcher is made at the process's first compile (``jit._helpers``)."""
+    """``numba.njit``; with ``cache=True`` the function is cached in ``cache_dir()``."""
     if not kwargs.get("cache"):
-        from ._helpers import helper
-
-        if len(args) == 1 and callable(args[0]) and not kwargs:
-            return helper(args[0], {})
-        if args:  # (signatures: Numba compiles them now)
-            return numba.njit(*args, **kwargs)
-        return lambda fn: helper(fn, kwargs)
+        return numba.njit(*args, **kwargs)
     if len(args) == 1 and callable(args[0]) and not kwargs.keys() - {"cache"}:
         with _ours():
             return numba.njit(args[0], cache=True)
