@@ -12,7 +12,7 @@ from jit.table import FAMILIES, TABLE
 from ..escapes import ESCAPES
 from ..reverse.backward import (WRITES_A, WRITES_B, ZEROES_OWN, arena, reverse_cuts,
                                 segment_bounds, summed_operands)
-from ..reverse.written_whole import adjoint_takers
+from ..reverse.written_whole import adjoint_takers, escape_writes
 
 # Array inputs and gradients at least this large skip a copy on a straight value_and_grad: the
 # sweep reads the caller's array in place and accumulates the gradient straight into the array
@@ -35,17 +35,17 @@ def _sole_contributions(A, need, escapes, out, summed):
     (``vjp_into``) and alone contributes to, an array slot other than the output's: the rule
     writes that block whole (``_run_escape``), so its reader need not zero it after reading.
     `summed` (``summed_operands``): those escapes add to u's adjoint, and not to a's."""
-    a, b = A.R[:, 1], A.R[:, 2]
+    a, b = A.R[:, 1].tolist(), A.R[:, 2].tolist()
     count = adjoint_takers(A, need)
     for u, _, _ in summed.values():
         count[u] += 1
+    if out >= 0:
+        count[out] += 1  # (the output's block holds the seed: never written whole)
     fresh = {}
     for c in escapes:
         if not ESCAPES[TABLE[A.code[c]].name].vjp_into:
             continue
-        bits = sum(bit for s, bit in ((int(a[c]), WRITES_A), (int(b[c]), WRITES_B))
-                   if need[c] & bit and s != out and count[s] == 1 and A.is_array[s]
-                   and not (bit == WRITES_A and c in summed))
+        bits = escape_writes(int(need[c]), a[c], b[c], count, A.is_array, c in summed)
         if bits:
             fresh[c] = bits
     return fresh

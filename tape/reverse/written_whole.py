@@ -36,6 +36,21 @@ def adjoint_takers(A, need):
     return np.bincount(takes[takes >= 0], minlength=len(A.sv))
 
 
+def escape_writes(nd, sa, sb, count, is_array, summed):
+    """The operand bits (NEED_A / NEED_B) of an escape row whose rule writes into given arrays
+    (``vjp_into``) and alone takes those operands' adjoints: its rule writes their blocks whole.
+    `nd`: the row's need bits, `sa`, `sb`: its operands' slots, `count`: how many rows take each
+    slot's adjoint (a block holding a seed counted once more), `summed`: the row adds its a
+    adjoint to another slot's (``summed_operands``), so that block is not its a's. The one rule
+    of eager backwards (``written_whole``) and compiled plans (``tape.replay.plan``)."""
+    bits = 0
+    for s, bit in ((sa, NEED_A), (sb, NEED_B)):
+        if nd & bit and s >= 0 and count[s] == 1 and is_array[s] and not (
+                bit == NEED_A and summed):
+            bits |= bit
+    return bits
+
+
 def written_whole(t, A, need, count, summed, seeded):
     """(fresh, blocks): `fresh` maps an escape row to the operand bits its rule writes whole
     (``_run_escape``), `blocks` lists the slots of MIN_CELLS cells or more that one row writes
@@ -61,15 +76,11 @@ def written_whole(t, A, need, count, summed, seeded):
         nd = int(need[c])
         if not nd or not ESCAPES[TABLE[A.code[c]].name].vjp_into:
             continue
-        bits = 0
-        for s, bit in ((a[c], NEED_A), (b[c], NEED_B)):
-            if nd & bit and s >= 0 and count[s] == 1 and is_array[s] and not (
-                    bit == NEED_A and c in summed):
-                bits |= bit
-                if size[s] >= MIN_CELLS:
-                    blocks.append(s)
+        bits = escape_writes(nd, a[c], b[c], count, is_array, c in summed)
         if bits:
             fresh[c] = bits
+            blocks += [s for s, bit in ((a[c], NEED_A), (b[c], NEED_B))
+                       if bits & bit and size[s] >= MIN_CELLS]
     code, nds = A.code.tolist(), need.tolist()
     for j in big:
         nd = nds[j]
