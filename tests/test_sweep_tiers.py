@@ -38,6 +38,19 @@ def _full(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     jit.reverse_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
 
 
+def assert_tiers_give_full_bits(f, x0):
+    """f's eager value and gradient at x0 through the tiers has the bits of ``sweep``'s."""
+    run = lambda: tape.value_and_grad(f)(x0)  # noqa: E731
+    tiered = run()
+    prev = jit.eager_reverse
+    try:
+        jit.eager_reverse = _full
+        full = run()
+    finally:
+        jit.eager_reverse = prev
+    assert_same_bits(tiered, full)
+
+
 def bits(a):
     return np.asarray(a, np.float64).view(np.int64)
 
@@ -253,15 +266,7 @@ def test_random_values_and_shapes_of_the_tape(values, steps, arrays_on_top):
             return np.sum(np.exp(x * s) * x)
         return s
 
-    run = lambda: tape.value_and_grad(f)(x0)  # noqa: E731
-    tiered = run()
-    prev = jit.eager_reverse
-    try:
-        jit.eager_reverse = _full
-        full = run()
-    finally:
-        jit.eager_reverse = prev
-    assert_same_bits(tiered, full)
+    assert_tiers_give_full_bits(f, x0)
 
 
 _STEPS = {  # one step of a random array program: (name, function of the running value and x)
@@ -294,15 +299,7 @@ def test_random_array_programs_give_the_full_sweeps_bits(steps, shape, seed):
             h = _STEPS[name](h, x)
         return np.sum(h * h)
 
-    run = lambda: tape.value_and_grad(f)(x0)  # noqa: E731
-    tiered = run()
-    prev = jit.eager_reverse
-    try:
-        jit.eager_reverse = _full
-        full = run()
-    finally:
-        jit.eager_reverse = prev
-    assert_same_bits(tiered, full)
+    assert_tiers_give_full_bits(f, x0)
 
 
 # -- which tier sweeps which rows -----------------------------------------------------------------
