@@ -14,7 +14,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..core import guards as _guards
+from ..core import bilinear, guards as _guards
 from ..core import record as rec
 from ..core.record import binary, unary
 from ..core.tensor import Tensor, install, is_operand, plain, raw
@@ -67,7 +67,7 @@ def _ufunc_call(ufunc, inputs, kwargs):
         if rec.state.guards is not None:  # a constant computed from values: guarded
             _guards.note(("zero_grad", ufunc.__name__), inputs, r._v)
     elif ufunc is np.matmul:
-        r = rec.matmul(*inputs)
+        r = bilinear.matmul(*inputs)
     elif ufunc in (np.deg2rad, np.radians):
         r = binary(OPCODE["multiply"], inputs[0], math.pi / 180.0)
     elif ufunc in (np.rad2deg, np.degrees):
