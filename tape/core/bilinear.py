@@ -28,7 +28,10 @@ def matmul(a, b):
         raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
                          "are not allowed; use * for scalars)")
     try:
-        y = np.matmul(av, bv) if av.size * bv.size < POOLED else into(np.matmul, av, bv)
+        # (the result has at most a.size * b.size / K**2 cells: the pool only for large ones;
+        # @ is np.matmul on two plain arrays, parsed faster)
+        k = av.shape[-1]
+        y = av @ bv if av.size * bv.size < POOLED * k * k else into(np.matmul, av, bv)
     except ValueError as e:
         raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
     if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
@@ -41,13 +44,19 @@ def matmul(a, b):
         t = general_tape()
         if t is None:
             return plain(y)
-    plan = _MATMUL_PLANS.get((av.shape, bv.shape))
-    if plan is None:
-        plan = _matmul_plan(av.shape, bv.shape)
-    sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key = plan
-    # (an operand whose batch is its own or none is its slot: _batch_operand's first cases)
-    a_in, ba = (slot_in(t, a), ka) if ka >= 0 else _batch_operand(t, a, sa_shape, batch, B)
-    b_in, bb = (slot_in(t, b), kb) if kb >= 0 else _batch_operand(t, b, sb_shape, batch, B)
+    if av.ndim == 2 == bv.ndim:  # two matrices: no batch, the plan is (M, K) @ (K, N)
+        (M, K), N, batch, B, ba, bb = av.shape, y.shape[1], (), 1, 0, 0
+        key = ("matmul", 1, M, K, N, 0, 0)  # (_matmul_plan's)
+        a_in = a._slot if type(a) is Tensor and a._tape is t else slot_in(t, a)
+        b_in = b._slot if type(b) is Tensor and b._tape is t else slot_in(t, b)
+    else:
+        plan = _MATMUL_PLANS.get((av.shape, bv.shape))
+        if plan is None:
+            plan = _matmul_plan(av.shape, bv.shape)
+        sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key = plan
+        # (an operand whose batch is its own or none is its slot: _batch_operand's first cases)
+        a_in, ba = (slot_in(t, a), ka) if ka >= 0 else _batch_operand(t, a, sa_shape, batch, B)
+        b_in, bb = (slot_in(t, b), kb) if kb >= 0 else _batch_operand(t, b, sb_shape, batch, B)
     if B * M * K * N > BLAS_FLOPS:  # (read per call: BLAS_FLOPS is the module's setting)
         slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
         ya_shape = batch + (M, K) if ba else (M, K)

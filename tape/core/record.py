@@ -461,7 +461,11 @@ def where(condition, x=None, y=None):
     code = WHERE
     if fa or fb or ma >= 0 or mb >= 0:
         code |= (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << FLAG_SHIFT
-    iat = _where_ints(t, ma, mb, mask, shape, n)
+    # (the common ints, [-1, -1, mask], are named by the mask's bytes alone: no tuple to hash)
+    iat = t.index_cache.get(mask.tobytes()) if ma == mb == -1 and mask.size == n <= \
+        _WHERE_SHARED else None
+    if iat is None:
+        iat = _where_ints(t, ma, mb, mask, shape, n)
     return array_row(t, code, sa, sb, y, n, iat) if fast else result(y, t, t.row(code, sa, sb, y,
                                                                                  n, iat))
 
@@ -473,8 +477,11 @@ def _where_ints(t, ma, mb, mask, shape, n):
     """IA offset of a where row's ints (``layouts.encode_where``): the mask broadcast to `shape`
     written straight into the chunk (no broadcast view, no concatenation of a converted copy),
     shared by the rows of a tape whose masks are equal (a mask reused in a loop costs its eight
-    bytes per element once, not per row; masks of up to _WHERE_SHARED elements)."""
-    key = ("where", ma, mb, shape, mask.shape, mask.tobytes()) if n <= _WHERE_SHARED else None
+    bytes per element once, not per row; masks of up to _WHERE_SHARED elements). A mask of the
+    result's size with no operand maps is keyed by its bytes alone: broadcast to a shape of its
+    own size, its elements stay in order, so they are the ints after [-1, -1]."""
+    key = None if n > _WHERE_SHARED else mask.tobytes() if ma == mb == -1 and mask.size == n \
+        else ("where", ma, mb, shape, mask.shape, mask.tobytes())
     off = t.index_cache.get(key) if key is not None else None
     if off is None:
         ints = np.empty(n + 2, np.int64)
