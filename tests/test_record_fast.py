@@ -498,6 +498,119 @@ def test_where_shares_the_ints_of_equal_masks_only():
     np.testing.assert_array_equal(z._v, np.where(m1, a, b) * 2 + np.where(~m1, a, b))
 
 
+def _row_ints(t):
+    """Each where or matmul row of a tape's lists: (its code, operands, n, its ints)."""
+    rows, side, ia = t["rows"], t["side"], t["ia"]
+    out = []
+    for i in range(0, len(side), 4):  # (array rows only: 0-d rows have no side row)
+        slot, n, iat, _ = side[i:i + 4]
+        code, a, b = rows[3 * slot:3 * slot + 3]
+        op = code & ((1 << FLAG_SHIFT) - 1)
+        if op == R.WHERE:  # (an operand's map by its contents: its offset depends on sharing)
+            maps = tuple(None if m < 0 else tuple(ia[m:m + n]) for m in ia[iat:iat + 2])
+            out.append((code, a, b, n, maps, tuple(ia[iat + 2:iat + n + 2])))
+        elif op == bilinear.MATMUL:
+            out.append((code, a, b, n, tuple(ia[iat:iat + 6])))
+    return out
+
+
+_MASK_SHAPES = st.sampled_from([(), (1,), (4,), (1, 4), (3, 1), (3, 4), (2, 2), (0,), (0, 4)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_where_masks_keyed_by_bytes_give_the_general_ints(data):
+    """Masks of the result's size and no operand maps share ints by their bytes alone: masks of
+    other shapes with the same bytes, broadcast masks, and masks with operand maps must still
+    get their own ints, as the general path writes them, row for row."""
+    ashape = data.draw(_MASK_SHAPES, "a's shape")
+    calls = data.draw(st.lists(st.tuples(_MASK_SHAPES, st.integers(0, 3), st.sampled_from(
+        ["bool", "int", "strided", "readonly"])), min_size=1, max_size=5), "calls")
+    rng = np.random.default_rng(11)
+    masks = []
+    for mshape, seed, kind in calls:
+        try:
+            np.broadcast_shapes(mshape, ashape)
+        except ValueError:
+            continue  # (NumPy's error: test_where_errors_are_numpys)
+        bits = np.random.default_rng(seed).integers(0, 2, size=mshape)
+        m = bits.astype(bool)
+        if kind == "int":
+            m = bits * 3
+        elif kind == "strided":
+            m = np.repeat(m, 2, axis=-1)[..., ::2] if m.ndim else m
+        elif kind == "readonly":
+            m = m.copy()
+            m.flags.writeable = False
+        masks.append(m)
+    masks.append(np.ones(ashape, bool))  # (at least one call)
+    a = rng.normal(size=ashape)
+    b = rng.normal(size=ashape)
+
+    def via(w):
+        def f(x, y):
+            out = []
+            for m in masks:
+                out.append(w(m, x, y))  # no maps unless the mask broadcasts x and y
+                out.append(w(m, y, 2.0))  # a float operand: read as one element
+            return out[-1]
+        return f
+
+    (yf, tf), (ys, ts) = _record(via(R.where), a, b), _record(via(_old_where), a, b)
+    assert _row_ints(tf) == _row_ints(ts)
+    assert tf["rows"] == ts["rows"] and tf["av"] == ts["av"]
+    np.testing.assert_array_equal(yf._v, ys._v)
+
+
+def test_where_same_bytes_other_shape_and_maps():
+    """(4,) and (2, 2) masks of equal bytes share their ints (they are equal); a mask of the
+    same bytes that broadcasts operands gets ints with its maps."""
+    bits = np.array([True, False, False, True])
+
+    def f(x, y, z):
+        u = np.where(bits, x, y)  # (4,): ints [-1, -1, bits]
+        v = np.where(bits.reshape(2, 2), z, 1.0)  # (2, 2): the same ints
+        w = np.where(bits.reshape(2, 2), x[:2], z)  # x[:2] broadcast over rows: a map
+        return np.sum(u) + np.sum(v * w)
+
+    (y, t) = _record(f, np.arange(4.0), -np.arange(4.0), np.ones((2, 2)))
+    ia, iats = t["ia"], [t["side"][i + 2] for i in range(0, len(t["side"]), 4)
+                         if t["rows"][3 * t["side"][i]] & ((1 << FLAG_SHIFT) - 1) == R.WHERE]
+    assert iats[0] == iats[1] and tuple(ia[iats[0]:iats[0] + 6]) == (-1, -1, 1, 0, 0, 1)
+    assert iats[2] != iats[0] and ia[iats[2]] >= 0 and ia[iats[2] + 1] == -1
+    assert tuple(ia[iats[2] + 2:iats[2] + 6]) == (1, 0, 0, 1)
+    check_vjp(f, (np.arange(4.0), -np.arange(4.0), np.ones((2, 2))))
+
+
+@pytest.mark.parametrize("mask,ashape,bshape", WHERE_CASES)
+def test_where_gradients_in_every_mode(mask, ashape, bshape):
+    rng = np.random.default_rng(12)
+    a = rng.normal(size=ashape)
+    b = rng.normal(size=bshape) if bshape is not None else np.float64(2.0)
+
+    def f(x, y):
+        return np.sum(np.where(mask, x, y) * np.where(mask, y, x) ** 2)
+
+    check_vjp(f, (a, b))
+    g0 = tape.grad(f, argnums=(0, 1))(a, b)
+    cf = tape.compile(f, a, b, argnums=(0, 1))
+    _, g = cf.value_and_grad(a, b)
+    for gi, g0i in zip(g, g0):
+        np.testing.assert_allclose(gi, g0i, rtol=1e-12, atol=1e-14)
+    ta, tb = rng.normal(size=np.shape(a)), rng.normal(size=np.shape(b))
+    _, jv = tape.jvp(f, (a, b), (ta, tb))
+    np.testing.assert_allclose(jv, np.sum(g0[0] * ta) + np.sum(g0[1] * tb), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_where_errors_are_numpys():
+    x = tape.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError) as want:
+        np.where(np.ones(2, bool), np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match=re.escape(str(want.value))):
+        np.where(np.ones(2, bool), x, x)
+
+
 def _loop(x, w):
     """Every direct path in one function: repeated masks, keys, reductions and matmuls."""
     rows = np.array([2, 0, 2])
@@ -602,6 +715,92 @@ def test_matmul_plan_follows_blas_flops(monkeypatch):
     monkeypatch.undo()
     _, t = _record(lambda x, y: x @ y, a, b)
     assert t["rows"][6] == OPCODE["matmul"]
+
+
+MATRICES = [((3, 4), (4, 5)), ((1, 1), (1, 1)), ((16, 16), (16, 16)), ((0, 3), (3, 2)),
+            ((3, 0), (0, 2)), ((2, 3), (3, 0)), ((1, 7), (7, 1))]
+
+
+@pytest.mark.parametrize("ashape,bshape", MATRICES)
+@pytest.mark.parametrize("kind", ["leaves", "on_tape", "transposed", "constant", "readonly"])
+def test_matrix_product_records_the_plans_row(ashape, bshape, kind):
+    """Two matrices skip the shape plan: their row, ints and key are the plan's."""
+    rng = np.random.default_rng(13)
+    a, b = rng.normal(size=ashape), rng.normal(size=bshape)
+    const = rng.normal(size=bshape)
+    if kind == "readonly":
+        const.flags.writeable = False
+
+    def f(x, y):
+        if kind == "on_tape":
+            x, y = x * 1.0, y * 1.0
+        elif kind == "transposed":
+            x, y = (x.T * 1.0).T, (y.T * 1.0).T  # a transpose's row, then its transpose back
+        elif kind in ("constant", "readonly"):
+            return (x @ const) + (x @ y)
+        return (x @ y) + (x @ y)
+
+    (y, t) = _record(f, a, b)
+    rows = _row_ints(t)
+    M, K = ashape
+    N = bshape[1]
+    assert bilinear._matmul_plan(ashape, bshape)[-1] == ("matmul", 1, M, K, N, 0, 0)
+    assert [r[4] for r in rows] == [layouts.encode_matmul(1, M, K, N, 0, 0)] * len(rows)
+    want = (a @ const) + (a @ b) if kind in ("constant", "readonly") else (a @ b) + (a @ b)
+    np.testing.assert_array_equal(y._v, want)
+    if a.size and b.size:
+        check_vjp(lambda x, z: np.sum(f(x, z) ** 2), (a, b))
+
+
+@pytest.mark.parametrize("ashape,bshape", [((3, 4), (4, 5)), ((1, 1), (1, 1)), ((4,), (4, 3))])
+def test_matrix_product_gradients_in_every_mode(ashape, bshape):
+    rng = np.random.default_rng(14)
+    a, b = rng.normal(size=ashape), rng.normal(size=bshape)
+
+    def f(x, y):
+        return np.sum(np.tanh(x @ y) * (x @ y))
+
+    g0 = tape.grad(f, argnums=(0, 1))(a, b)
+    cf = tape.compile(f, a, b, argnums=(0, 1))
+    _, g = cf.value_and_grad(a, b)
+    for gi, g0i in zip(g, g0):
+        np.testing.assert_allclose(gi, g0i, rtol=1e-12, atol=1e-14)
+    ta, tb = rng.normal(size=ashape), rng.normal(size=bshape)
+    _, jv = tape.jvp(f, (a, b), (ta, tb))
+    np.testing.assert_allclose(jv, np.sum(g0[0] * ta) + np.sum(g0[1] * tb), rtol=1e-10)
+    h = tape.hessian(lambda x: f(x, b))(a)
+    eps = 1e-5
+    gp = tape.grad(lambda x: f(x, b))(a + eps * ta)
+    gm = tape.grad(lambda x: f(x, b))(a - eps * ta)
+    np.testing.assert_allclose(np.tensordot(h, ta, ta.ndim), (gp - gm) / (2 * eps), rtol=1e-5,
+                               atol=1e-8)
+
+
+def test_matrix_product_pools_only_results_that_can_be_large(monkeypatch):
+    """A result of a.size * b.size / K**2 cells or more may be large: only those go through the
+    value pool's into(); a 16x16 product of 16x16 operands does not."""
+    calls = []
+
+    def spy(f, a, b):
+        calls.append((a.shape, b.shape))
+        return f(a, b)
+
+    monkeypatch.setattr(bilinear, "into", spy)
+    for ashape, bshape in [((16, 16), (16, 16)), ((2, 5000), (5000, 2)), ((128, 4), (4, 128)),
+                           ((100, 3), (3, 100))]:
+        x = tape.tensor(np.ones(ashape), requires_grad=True)
+        y = x @ np.ones(bshape)
+        np.testing.assert_array_equal(y._v, np.ones(ashape) @ np.ones(bshape))
+    assert calls == [((128, 4), (4, 128))]  # 16,384 cells: the pool's size
+
+
+@pytest.mark.parametrize("ashape,bshape", [((3, 4), (5, 2)), ((3, 4), (3,)), ((2,), (3,))])
+def test_matmul_errors_name_the_shapes(ashape, bshape):
+    x = tape.tensor(np.ones(ashape), requires_grad=True)
+    with pytest.raises(ValueError) as want:
+        np.ones(ashape) @ np.ones(bshape)
+    with pytest.raises(ValueError, match=re.escape(f"matmul: {want.value}")):
+        x @ np.ones(bshape)
 
 
 # ---------------------------------------------------------------------------------------------
