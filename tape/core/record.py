@@ -450,20 +450,19 @@ def where(condition, x=None, y=None):
         if t is None:
             return plain(y)
     n = 1 if type(y) is float else y.size
-    if type(a) is Tensor and type(av) is np.ndarray and av.size == n:  # (as _operand)
-        sa, fa, ma = a._slot if a._tape is t else import_slot(t, a), 0, -1
+    if type(a) is Tensor is type(b) and type(av) is np.ndarray is type(bv) and av.size == n == \
+            bv.size:  # two tensors of the result's size (as _operand finds them): no flags
+        sa = a._slot if a._tape is t else import_slot(t, a)
+        sb = b._slot if b._tape is t else import_slot(t, b)
+        code, ma, mb = WHERE, -1, -1
+        # (their ints, [-1, -1, mask], are named by the mask's bytes alone: no tuple to hash)
+        iat = t.index_cache.get(mask.tobytes()) if mask.size == n <= _WHERE_SHARED else None
     else:
         sa, fa, ma = _operand(t, a, shape, n)
-    if type(b) is Tensor and type(bv) is np.ndarray and bv.size == n:
-        sb, fb, mb = b._slot if b._tape is t else import_slot(t, b), 0, -1
-    else:
         sb, fb, mb = _operand(t, b, shape, n)
-    code = WHERE
-    if fa or fb or ma >= 0 or mb >= 0:
-        code |= (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << FLAG_SHIFT
-    # (the common ints, [-1, -1, mask], are named by the mask's bytes alone: no tuple to hash)
-    iat = t.index_cache.get(mask.tobytes()) if ma == mb == -1 and mask.size == n <= \
-        _WHERE_SHARED else None
+        code = WHERE | (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << \
+            FLAG_SHIFT
+        iat = None
     if iat is None:
         iat = _where_ints(t, ma, mb, mask, shape, n)
     return array_row(t, code, sa, sb, y, n, iat) if fast else result(y, t, t.row(code, sa, sb, y,
