@@ -943,3 +943,102 @@ def test_direct_rows_roll_where_tape_rows_roll(monkeypatch):
             runs.append(([slot for _, slot in tapes], len({i for i, _ in tapes}), g))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1] > 1
     np.testing.assert_array_equal(runs[0][2], runs[1][2])
+
+
+# ---------------------------------------------------------------------------------------------
+# Small NumPy constants: one constant row per tape for equal bytes
+
+
+def _const_rows(t):
+    """Array constant rows (a Python float's constant has no side row)."""
+    return sum(1 for i in range(0, len(t["side"]), 4)
+               if t["rows"][3 * t["side"][i]] == OPCODE["const"])
+
+
+def test_equal_numpy_constants_share_one_row():
+    masses = np.linspace(0.5, 1.5, 4)
+
+    def f(r):
+        acc = 0.0
+        for _ in range(3):
+            acc = acc + np.sum(masses[None, :] / r) + np.sum(r * masses.copy())
+        return acc
+
+    r0 = np.random.default_rng(15).uniform(0.5, 2.0, (4, 4))
+    (y, t) = _record(f, r0)
+    assert _const_rows(t) == 2  # masses[None, :] (1, 4) and masses (4,): shapes differ
+    want = sum(np.sum(masses[None, :] / r0) + np.sum(r0 * masses) for _ in range(3))
+    np.testing.assert_allclose(y._v, want, rtol=1e-15)
+    check_vjp(f, (r0,))
+
+
+@pytest.mark.parametrize("c1,c2,shared", [
+    ([0.0, 1.0], [-0.0, 1.0], False),  # -0.0 is not 0.0 (x / c differs)
+    ([np.nan, 1.0], [np.nan, 1.0], True),  # the same NaN bits: the same constant
+    ([1.0, 2.0], [1.0, 2.0 + 2 ** -51], False),  # one ulp apart
+])
+def test_constants_are_shared_only_for_equal_bits(c1, c2, shared):
+    a, b = np.array(c1), np.array(c2)
+
+    def f(x):
+        return x * a + x / b
+
+    x0 = np.array([1.5, -2.0])
+    (y, t) = _record(f, x0)
+    assert _const_rows(t) == (1 if shared else 2)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(y._v, x0 * a + x0 / b)
+
+
+def test_a_constant_changed_between_ops_is_a_new_constant():
+    c = np.array([1.0, 2.0, 3.0])
+    ro = np.array([4.0, 5.0, 6.0])
+    ro.flags.writeable = False
+
+    def f(x):
+        y = x * c
+        c[1] = -7.0  # the next op reads the new values
+        z = x * c + x * ro + x * ro[::-1].copy()[::-1]  # read-only and non-contiguous views
+        c[1] = 2.0
+        return np.sum(y * z)
+
+    x0 = np.array([0.5, -1.0, 2.0])
+    (y, t) = _record(f, x0)
+    assert _const_rows(t) == 3  # c, then c changed, then ro (its reversed copy: equal bits)
+    want = np.sum((x0 * c) * (x0 * np.array([1.0, -7.0, 3.0]) + 2 * x0 * ro))
+    np.testing.assert_allclose(y._v, want, rtol=1e-15)
+    g = tape.grad(f)(x0)
+    gp = [(f(x0 + h) - f(x0 - h)) / 2e-6 for h in np.eye(3) * 1e-6]
+    np.testing.assert_allclose(g, gp, rtol=1e-6)
+
+
+def test_large_and_integer_constants_are_not_compared():
+    big = np.linspace(0.0, 1.0, 2048)
+    ints = np.arange(1, 5)
+
+    def f(x, z):
+        return np.sum(x * big) + np.sum(x * big) + np.sum(z * ints) + np.sum(z * ints)
+
+    (y, t) = _record(f, np.ones(2048), np.ones(4))
+    assert _const_rows(t) == 4
+    assert float(y._v) == 2 * big.sum() + 2 * ints.sum()
+
+
+def test_shared_constants_compiled_and_forward_mode_agree_with_eager():
+    masses = np.linspace(0.5, 1.5, 5)
+
+    def f(r):
+        return np.sum(masses[None, :] / r) * np.sum(masses[None, :] * r)
+
+    r0 = np.random.default_rng(16).uniform(0.5, 2.0, (5, 5))
+    v0, g0 = tape.value_and_grad(f)(r0)
+    cf = tape.compile(f, r0)
+    v, g = cf.value_and_grad(r0)
+    np.testing.assert_allclose(v, v0, rtol=1e-14)
+    np.testing.assert_allclose(g, g0, rtol=1e-12)
+    tr = np.random.default_rng(17).normal(size=r0.shape)
+    _, jv = tape.jvp(f, (r0,), (tr,))
+    np.testing.assert_allclose(jv, np.sum(g0 * tr), rtol=1e-10)
+    h = tape.hessian(f)(r0)
+    gp, gm = tape.grad(f)(r0 + 1e-5 * tr), tape.grad(f)(r0 - 1e-5 * tr)
+    np.testing.assert_allclose(np.tensordot(h, tr, 2), (gp - gm) / 2e-5, rtol=1e-5, atol=1e-8)
