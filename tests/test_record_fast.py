@@ -1042,3 +1042,33 @@ def test_shared_constants_compiled_and_forward_mode_agree_with_eager():
     h = tape.hessian(f)(r0)
     gp, gm = tape.grad(f)(r0 + 1e-5 * tr), tape.grad(f)(r0 - 1e-5 * tr)
     np.testing.assert_allclose(np.tensordot(h, tr, 2), (gp - gm) / 2e-5, rtol=1e-5, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+# __array_function__: the common types tuples by one set lookup, every other one checked
+
+
+class _Duck:
+    """Another library's array type: it handles NumPy functions itself."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        return ("duck", func.__name__, tuple(t.__name__ for t in types))
+
+
+class _SubArray(np.ndarray):
+    pass
+
+
+def test_array_function_defers_to_other_types_and_takes_subclasses():
+    x = tape.tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    mask = np.array([True, False, True])
+    got = np.where(mask, x, _Duck())
+    assert got[0] == "duck" and got[1] == "where"  # we returned NotImplemented: the duck's turn
+    sub = np.array([4.0, 5.0, 6.0]).view(_SubArray)
+    y = np.where(mask, x, sub)  # an ndarray subclass: ours, as before
+    np.testing.assert_array_equal(y._v, [1.0, 5.0, 3.0])
+    (g,) = tape.grad(lambda t: np.sum(np.where(mask, t, sub) ** 2), argnums=(0,))(x._v)
+    np.testing.assert_array_equal(g, [2.0, 0.0, 6.0])
+    with pytest.raises(TypeError, match="no implementation found"):
+        np.where(mask, x, object.__new__(type("Other", (_Duck,), {
+            "__array_function__": lambda self, *a: NotImplemented})))

@@ -194,10 +194,14 @@ class TensorNumpyProtocols:
         impl = FUNCS.get(func)
         if impl is None:
             return array_function(func, types, args, kwargs)
-        for t in types:  # (array_function's check, inline for the functions we implement)
-            if t is not Tensor and t is not np.ndarray and not issubclass(t, (Tensor, np.ndarray)):
-                return NotImplemented
+        if types not in _OWN_TYPES:  # (array_function's check, inline for what we implement)
+            for t in types:
+                if not issubclass(t, (Tensor, np.ndarray)):
+                    return NotImplemented
         return impl(*args, **kwargs) if kwargs else impl(*args)
 
+
+# the types tuples NumPy passes for tensors with or without plain arrays: one set lookup
+_OWN_TYPES = frozenset({(Tensor,), (np.ndarray, Tensor), (Tensor, np.ndarray)})
 
 install(TensorNumpyProtocols)
