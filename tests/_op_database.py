@@ -437,7 +437,7 @@ def matmul_samples(op):
 
 
 def blas_samples(op):
-    """Just above BLAS_FLOPS (B M K N > 2^14, tape/_record.py): the product escapes to BLAS;
+    """Just above BLAS_FLOPS (B M K N > 2^14, tape/core/bilinear.py): the product escapes to BLAS;
     small enough for finite differences of every element."""
     shapes = st.sampled_from([((26, 26), (26, 26)), ((2, 20, 20), (20, 21)),
                               ((26, 26), (2, 26, 26))])

@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tape
-import tape.core.record as record
+import tape.core.bilinear as bilinear
 
 
 @pytest.fixture(autouse=True)
 def _every_product_to_blas(monkeypatch):
     """Every matmul an escape to BLAS, so that small shapes take the path too."""
-    monkeypatch.setattr(record, "BLAS_FLOPS", 0)
+    monkeypatch.setattr(bilinear, "BLAS_FLOPS", 0)
 
 
 def _plan(cf):

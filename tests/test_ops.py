@@ -12,7 +12,7 @@ import pytest
 
 import tape
 import tape.numpy as tnp
-from tape.core.record import BLAS_FLOPS
+from tape.core.bilinear import BLAS_FLOPS
 
 from _fd import check_vjp
 

@@ -24,7 +24,7 @@ import tape
 from jit.families import layouts
 from jit.table import FLAG_SHIFT, MAP_A, MAP_B, ONE_A, ONE_B, OPCODE
 from tape.core import record as R
-from tape.core import index_plans, reductions
+from tape.core import bilinear, index_plans, reductions
 from tape.core.state import state
 
 from _fd import check_vjp
@@ -498,6 +498,119 @@ def test_where_shares_the_ints_of_equal_masks_only():
     np.testing.assert_array_equal(z._v, np.where(m1, a, b) * 2 + np.where(~m1, a, b))
 
 
+def _row_ints(t):
+    """Each where or matmul row of a tape's lists: (its code, operands, n, its ints)."""
+    rows, side, ia = t["rows"], t["side"], t["ia"]
+    out = []
+    for i in range(0, len(side), 4):  # (array rows only: 0-d rows have no side row)
+        slot, n, iat, _ = side[i:i + 4]
+        code, a, b = rows[3 * slot:3 * slot + 3]
+        op = code & ((1 << FLAG_SHIFT) - 1)
+        if op == R.WHERE:  # (an operand's map by its contents: its offset depends on sharing)
+            maps = tuple(None if m < 0 else tuple(ia[m:m + n]) for m in ia[iat:iat + 2])
+            out.append((code, a, b, n, maps, tuple(ia[iat + 2:iat + n + 2])))
+        elif op == bilinear.MATMUL:
+            out.append((code, a, b, n, tuple(ia[iat:iat + 6])))
+    return out
+
+
+_MASK_SHAPES = st.sampled_from([(), (1,), (4,), (1, 4), (3, 1), (3, 4), (2, 2), (0,), (0, 4)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_where_masks_keyed_by_bytes_give_the_general_ints(data):
+    """Masks of the result's size and no operand maps share ints by their bytes alone: masks of
+    other shapes with the same bytes, broadcast masks, and masks with operand maps must still
+    get their own ints, as the general path writes them, row for row."""
+    ashape = data.draw(_MASK_SHAPES, "a's shape")
+    calls = data.draw(st.lists(st.tuples(_MASK_SHAPES, st.integers(0, 3), st.sampled_from(
+        ["bool", "int", "strided", "readonly"])), min_size=1, max_size=5), "calls")
+    rng = np.random.default_rng(11)
+    masks = []
+    for mshape, seed, kind in calls:
+        try:
+            np.broadcast_shapes(mshape, ashape)
+        except ValueError:
+            continue  # (NumPy's error: test_where_errors_are_numpys)
+        bits = np.random.default_rng(seed).integers(0, 2, size=mshape)
+        m = bits.astype(bool)
+        if kind == "int":
+            m = bits * 3
+        elif kind == "strided":
+            m = np.repeat(m, 2, axis=-1)[..., ::2] if m.ndim else m
+        elif kind == "readonly":
+            m = m.copy()
+            m.flags.writeable = False
+        masks.append(m)
+    masks.append(np.ones(ashape, bool))  # (at least one call)
+    a = rng.normal(size=ashape)
+    b = rng.normal(size=ashape)
+
+    def via(w):
+        def f(x, y):
+            out = []
+            for m in masks:
+                out.append(w(m, x, y))  # no maps unless the mask broadcasts x and y
+                out.append(w(m, y, 2.0))  # a float operand: read as one element
+            return out[-1]
+        return f
+
+    (yf, tf), (ys, ts) = _record(via(R.where), a, b), _record(via(_old_where), a, b)
+    assert _row_ints(tf) == _row_ints(ts)
+    assert tf["rows"] == ts["rows"] and tf["av"] == ts["av"]
+    np.testing.assert_array_equal(yf._v, ys._v)
+
+
+def test_where_same_bytes_other_shape_and_maps():
+    """(4,) and (2, 2) masks of equal bytes share their ints (they are equal); a mask of the
+    same bytes that broadcasts operands gets ints with its maps."""
+    bits = np.array([True, False, False, True])
+
+    def f(x, y, z):
+        u = np.where(bits, x, y)  # (4,): ints [-1, -1, bits]
+        v = np.where(bits.reshape(2, 2), z, 1.0)  # (2, 2): the same ints
+        w = np.where(bits.reshape(2, 2), x[:2], z)  # x[:2] broadcast over rows: a map
+        return np.sum(u) + np.sum(v * w)
+
+    (y, t) = _record(f, np.arange(4.0), -np.arange(4.0), np.ones((2, 2)))
+    ia, iats = t["ia"], [t["side"][i + 2] for i in range(0, len(t["side"]), 4)
+                         if t["rows"][3 * t["side"][i]] & ((1 << FLAG_SHIFT) - 1) == R.WHERE]
+    assert iats[0] == iats[1] and tuple(ia[iats[0]:iats[0] + 6]) == (-1, -1, 1, 0, 0, 1)
+    assert iats[2] != iats[0] and ia[iats[2]] >= 0 and ia[iats[2] + 1] == -1
+    assert tuple(ia[iats[2] + 2:iats[2] + 6]) == (1, 0, 0, 1)
+    check_vjp(f, (np.arange(4.0), -np.arange(4.0), np.ones((2, 2))))
+
+
+@pytest.mark.parametrize("mask,ashape,bshape", WHERE_CASES)
+def test_where_gradients_in_every_mode(mask, ashape, bshape):
+    rng = np.random.default_rng(12)
+    a = rng.normal(size=ashape)
+    b = rng.normal(size=bshape) if bshape is not None else np.float64(2.0)
+
+    def f(x, y):
+        return np.sum(np.where(mask, x, y) * np.where(mask, y, x) ** 2)
+
+    check_vjp(f, (a, b))
+    g0 = tape.grad(f, argnums=(0, 1))(a, b)
+    cf = tape.compile(f, a, b, argnums=(0, 1))
+    _, g = cf.value_and_grad(a, b)
+    for gi, g0i in zip(g, g0):
+        np.testing.assert_allclose(gi, g0i, rtol=1e-12, atol=1e-14)
+    ta, tb = rng.normal(size=np.shape(a)), rng.normal(size=np.shape(b))
+    _, jv = tape.jvp(f, (a, b), (ta, tb))
+    np.testing.assert_allclose(jv, np.sum(g0[0] * ta) + np.sum(g0[1] * tb), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_where_errors_are_numpys():
+    x = tape.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError) as want:
+        np.where(np.ones(2, bool), np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match=re.escape(str(want.value))):
+        np.where(np.ones(2, bool), x, x)
+
+
 def _loop(x, w):
     """Every direct path in one function: repeated masks, keys, reductions and matmuls."""
     rows = np.array([2, 0, 2])
@@ -584,7 +697,7 @@ def test_matmul_plan_records_the_first_row(ashape, bshape):
     def f(x, y):
         return (x @ y) + (x @ y)  # the second matmul shares the first one's ints
 
-    R._MATMUL_PLANS.clear()
+    bilinear._MATMUL_PLANS.clear()
     slow = _record(f, a, b)
     _same(_record(f, a, b), slow)
     assert np.array_equal(slow[0]._v, (a @ b) + (a @ b))
@@ -596,12 +709,98 @@ def test_matmul_plan_follows_blas_flops(monkeypatch):
     blas = OPCODE["matmul_blas"]
     _, t = _record(lambda x, y: x @ y, a, b)
     assert t["rows"][6] == OPCODE["matmul"]  # leaf, leaf, product
-    monkeypatch.setattr(R, "BLAS_FLOPS", 0)
+    monkeypatch.setattr(bilinear, "BLAS_FLOPS", 0)
     _, t = _record(lambda x, y: x @ y, a, b)
     assert t["rows"][6] == blas
     monkeypatch.undo()
     _, t = _record(lambda x, y: x @ y, a, b)
     assert t["rows"][6] == OPCODE["matmul"]
+
+
+MATRICES = [((3, 4), (4, 5)), ((1, 1), (1, 1)), ((16, 16), (16, 16)), ((0, 3), (3, 2)),
+            ((3, 0), (0, 2)), ((2, 3), (3, 0)), ((1, 7), (7, 1))]
+
+
+@pytest.mark.parametrize("ashape,bshape", MATRICES)
+@pytest.mark.parametrize("kind", ["leaves", "on_tape", "transposed", "constant", "readonly"])
+def test_matrix_product_records_the_plans_row(ashape, bshape, kind):
+    """Two matrices skip the shape plan: their row, ints and key are the plan's."""
+    rng = np.random.default_rng(13)
+    a, b = rng.normal(size=ashape), rng.normal(size=bshape)
+    const = rng.normal(size=bshape)
+    if kind == "readonly":
+        const.flags.writeable = False
+
+    def f(x, y):
+        if kind == "on_tape":
+            x, y = x * 1.0, y * 1.0
+        elif kind == "transposed":
+            x, y = (x.T * 1.0).T, (y.T * 1.0).T  # a transpose's row, then its transpose back
+        elif kind in ("constant", "readonly"):
+            return (x @ const) + (x @ y)
+        return (x @ y) + (x @ y)
+
+    (y, t) = _record(f, a, b)
+    rows = _row_ints(t)
+    M, K = ashape
+    N = bshape[1]
+    assert bilinear._matmul_plan(ashape, bshape)[-1] == ("matmul", 1, M, K, N, 0, 0)
+    assert [r[4] for r in rows] == [layouts.encode_matmul(1, M, K, N, 0, 0)] * len(rows)
+    want = (a @ const) + (a @ b) if kind in ("constant", "readonly") else (a @ b) + (a @ b)
+    np.testing.assert_array_equal(y._v, want)
+    if a.size and b.size:
+        check_vjp(lambda x, z: np.sum(f(x, z) ** 2), (a, b))
+
+
+@pytest.mark.parametrize("ashape,bshape", [((3, 4), (4, 5)), ((1, 1), (1, 1)), ((4,), (4, 3))])
+def test_matrix_product_gradients_in_every_mode(ashape, bshape):
+    rng = np.random.default_rng(14)
+    a, b = rng.normal(size=ashape), rng.normal(size=bshape)
+
+    def f(x, y):
+        return np.sum(np.tanh(x @ y) * (x @ y))
+
+    g0 = tape.grad(f, argnums=(0, 1))(a, b)
+    cf = tape.compile(f, a, b, argnums=(0, 1))
+    _, g = cf.value_and_grad(a, b)
+    for gi, g0i in zip(g, g0):
+        np.testing.assert_allclose(gi, g0i, rtol=1e-12, atol=1e-14)
+    ta, tb = rng.normal(size=ashape), rng.normal(size=bshape)
+    _, jv = tape.jvp(f, (a, b), (ta, tb))
+    np.testing.assert_allclose(jv, np.sum(g0[0] * ta) + np.sum(g0[1] * tb), rtol=1e-10)
+    h = tape.hessian(lambda x: f(x, b))(a)
+    eps = 1e-5
+    gp = tape.grad(lambda x: f(x, b))(a + eps * ta)
+    gm = tape.grad(lambda x: f(x, b))(a - eps * ta)
+    np.testing.assert_allclose(np.tensordot(h, ta, ta.ndim), (gp - gm) / (2 * eps), rtol=1e-5,
+                               atol=1e-8)
+
+
+def test_matrix_product_pools_only_results_that_can_be_large(monkeypatch):
+    """A result of a.size * b.size / K**2 cells or more may be large: only those go through the
+    value pool's into(); a 16x16 product of 16x16 operands does not."""
+    calls = []
+
+    def spy(f, a, b):
+        calls.append((a.shape, b.shape))
+        return f(a, b)
+
+    monkeypatch.setattr(bilinear, "into", spy)
+    for ashape, bshape in [((16, 16), (16, 16)), ((2, 5000), (5000, 2)), ((128, 4), (4, 128)),
+                           ((100, 3), (3, 100))]:
+        x = tape.tensor(np.ones(ashape), requires_grad=True)
+        y = x @ np.ones(bshape)
+        np.testing.assert_array_equal(y._v, np.ones(ashape) @ np.ones(bshape))
+    assert calls == [((128, 4), (4, 128))]  # 16,384 cells: the pool's size
+
+
+@pytest.mark.parametrize("ashape,bshape", [((3, 4), (5, 2)), ((3, 4), (3,)), ((2,), (3,))])
+def test_matmul_errors_name_the_shapes(ashape, bshape):
+    x = tape.tensor(np.ones(ashape), requires_grad=True)
+    with pytest.raises(ValueError) as want:
+        np.ones(ashape) @ np.ones(bshape)
+    with pytest.raises(ValueError, match=re.escape(f"matmul: {want.value}")):
+        x @ np.ones(bshape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -744,3 +943,132 @@ def test_direct_rows_roll_where_tape_rows_roll(monkeypatch):
             runs.append(([slot for _, slot in tapes], len({i for i, _ in tapes}), g))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1] > 1
     np.testing.assert_array_equal(runs[0][2], runs[1][2])
+
+
+# ---------------------------------------------------------------------------------------------
+# Small NumPy constants: one constant row per tape for equal bytes
+
+
+def _const_rows(t):
+    """Array constant rows (a Python float's constant has no side row)."""
+    return sum(1 for i in range(0, len(t["side"]), 4)
+               if t["rows"][3 * t["side"][i]] == OPCODE["const"])
+
+
+def test_equal_numpy_constants_share_one_row():
+    masses = np.linspace(0.5, 1.5, 4)
+
+    def f(r):
+        acc = 0.0
+        for _ in range(3):
+            acc = acc + np.sum(masses[None, :] / r) + np.sum(r * masses.copy())
+        return acc
+
+    r0 = np.random.default_rng(15).uniform(0.5, 2.0, (4, 4))
+    (y, t) = _record(f, r0)
+    assert _const_rows(t) == 2  # masses[None, :] (1, 4) and masses (4,): shapes differ
+    want = sum(np.sum(masses[None, :] / r0) + np.sum(r0 * masses) for _ in range(3))
+    np.testing.assert_allclose(y._v, want, rtol=1e-15)
+    check_vjp(f, (r0,))
+
+
+@pytest.mark.parametrize("c1,c2,shared", [
+    ([0.0, 1.0], [-0.0, 1.0], False),  # -0.0 is not 0.0 (x / c differs)
+    ([np.nan, 1.0], [np.nan, 1.0], True),  # the same NaN bits: the same constant
+    ([1.0, 2.0], [1.0, 2.0 + 2 ** -51], False),  # one ulp apart
+])
+def test_constants_are_shared_only_for_equal_bits(c1, c2, shared):
+    a, b = np.array(c1), np.array(c2)
+
+    def f(x):
+        return x * a + x / b
+
+    x0 = np.array([1.5, -2.0])
+    (y, t) = _record(f, x0)
+    assert _const_rows(t) == (1 if shared else 2)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(y._v, x0 * a + x0 / b)
+
+
+def test_a_constant_changed_between_ops_is_a_new_constant():
+    c = np.array([1.0, 2.0, 3.0])
+    ro = np.array([4.0, 5.0, 6.0])
+    ro.flags.writeable = False
+
+    def f(x):
+        y = x * c
+        c[1] = -7.0  # the next op reads the new values
+        z = x * c + x * ro + x * ro[::-1].copy()[::-1]  # read-only and non-contiguous views
+        c[1] = 2.0
+        return np.sum(y * z)
+
+    x0 = np.array([0.5, -1.0, 2.0])
+    (y, t) = _record(f, x0)
+    assert _const_rows(t) == 3  # c, then c changed, then ro (its reversed copy: equal bits)
+    want = np.sum((x0 * c) * (x0 * np.array([1.0, -7.0, 3.0]) + 2 * x0 * ro))
+    np.testing.assert_allclose(y._v, want, rtol=1e-15)
+    g = tape.grad(f)(x0)
+    gp = [(f(x0 + h) - f(x0 - h)) / 2e-6 for h in np.eye(3) * 1e-6]
+    np.testing.assert_allclose(g, gp, rtol=1e-6)
+
+
+def test_large_and_integer_constants_are_not_compared():
+    big = np.linspace(0.0, 1.0, 2048)
+    ints = np.arange(1, 5)
+
+    def f(x, z):
+        return np.sum(x * big) + np.sum(x * big) + np.sum(z * ints) + np.sum(z * ints)
+
+    (y, t) = _record(f, np.ones(2048), np.ones(4))
+    assert _const_rows(t) == 4
+    assert float(y._v) == 2 * big.sum() + 2 * ints.sum()
+
+
+def test_shared_constants_compiled_and_forward_mode_agree_with_eager():
+    masses = np.linspace(0.5, 1.5, 5)
+
+    def f(r):
+        return np.sum(masses[None, :] / r) * np.sum(masses[None, :] * r)
+
+    r0 = np.random.default_rng(16).uniform(0.5, 2.0, (5, 5))
+    v0, g0 = tape.value_and_grad(f)(r0)
+    cf = tape.compile(f, r0)
+    v, g = cf.value_and_grad(r0)
+    np.testing.assert_allclose(v, v0, rtol=1e-14)
+    np.testing.assert_allclose(g, g0, rtol=1e-12)
+    tr = np.random.default_rng(17).normal(size=r0.shape)
+    _, jv = tape.jvp(f, (r0,), (tr,))
+    np.testing.assert_allclose(jv, np.sum(g0 * tr), rtol=1e-10)
+    h = tape.hessian(f)(r0)
+    gp, gm = tape.grad(f)(r0 + 1e-5 * tr), tape.grad(f)(r0 - 1e-5 * tr)
+    np.testing.assert_allclose(np.tensordot(h, tr, 2), (gp - gm) / 2e-5, rtol=1e-5, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+# __array_function__: the common types tuples by one set lookup, every other one checked
+
+
+class _Duck:
+    """Another library's array type: it handles NumPy functions itself."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        return ("duck", func.__name__, tuple(t.__name__ for t in types))
+
+
+class _SubArray(np.ndarray):
+    pass
+
+
+def test_array_function_defers_to_other_types_and_takes_subclasses():
+    x = tape.tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    mask = np.array([True, False, True])
+    got = np.where(mask, x, _Duck())
+    assert got[0] == "duck" and got[1] == "where"  # we returned NotImplemented: the duck's turn
+    sub = np.array([4.0, 5.0, 6.0]).view(_SubArray)
+    y = np.where(mask, x, sub)  # an ndarray subclass: ours, as before
+    np.testing.assert_array_equal(y._v, [1.0, 5.0, 3.0])
+    (g,) = tape.grad(lambda t: np.sum(np.where(mask, t, sub) ** 2), argnums=(0,))(x._v)
+    np.testing.assert_array_equal(g, [2.0, 0.0, 6.0])
+    with pytest.raises(TypeError, match="no implementation found"):
+        np.where(mask, x, object.__new__(type("Other", (_Duck,), {
+            "__array_function__": lambda self, *a: NotImplemented})))

@@ -32,8 +32,6 @@ from .value_pool import MIN_CELLS as POOLED, into, take, unary_into
 GATHER = OPCODE["gather"]
 SCATTER = OPCODE["scatter"]
 WHERE = OPCODE["where"]
-MATMUL = OPCODE["matmul"]
-MATMUL_BLAS = OPCODE["matmul_blas"]
 COPY = OPCODE["copy"]
 F64 = np.dtype(np.float64)
 _BOOL = np.dtype(bool)
@@ -47,7 +45,6 @@ UFUNC_CODE[np.conjugate] = OPCODE["copy"]
 # opcode -> the NumPy ufunc that computes an elementwise row's value, None where eager runs the
 # replay's own loop (``OWN_VALUE``): one lookup per op instead of a set's and the table's
 _VALUE_UFUNC = tuple(None if c in OWN_VALUE else p.ufunc for c, p in enumerate(TABLE))
-BLAS_FLOPS = 1 << 14  # batched matmuls above B*M*K*N of this escape to BLAS between segments
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,18 +450,21 @@ def where(condition, x=None, y=None):
         if t is None:
             return plain(y)
     n = 1 if type(y) is float else y.size
-    if type(a) is Tensor and type(av) is np.ndarray and av.size == n:  # (as _operand)
-        sa, fa, ma = a._slot if a._tape is t else import_slot(t, a), 0, -1
+    if type(a) is Tensor is type(b) and type(av) is np.ndarray is type(bv) and av.size == n == \
+            bv.size:  # two tensors of the result's size (as _operand finds them): no flags
+        sa = a._slot if a._tape is t else import_slot(t, a)
+        sb = b._slot if b._tape is t else import_slot(t, b)
+        code, ma, mb = WHERE, -1, -1
+        # (their ints, [-1, -1, mask], are named by the mask's bytes alone: no tuple to hash)
+        iat = t.index_cache.get(mask.tobytes()) if mask.size == n <= _WHERE_SHARED else None
     else:
         sa, fa, ma = _operand(t, a, shape, n)
-    if type(b) is Tensor and type(bv) is np.ndarray and bv.size == n:
-        sb, fb, mb = b._slot if b._tape is t else import_slot(t, b), 0, -1
-    else:
         sb, fb, mb = _operand(t, b, shape, n)
-    code = WHERE
-    if fa or fb or ma >= 0 or mb >= 0:
-        code |= (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << FLAG_SHIFT
-    iat = _where_ints(t, ma, mb, mask, shape, n)
+        code = WHERE | (fa * ONE_A | fb * ONE_B | (ma >= 0) * MAP_A | (mb >= 0) * MAP_B) << \
+            FLAG_SHIFT
+        iat = None
+    if iat is None:
+        iat = _where_ints(t, ma, mb, mask, shape, n)
     return array_row(t, code, sa, sb, y, n, iat) if fast else result(y, t, t.row(code, sa, sb, y,
                                                                                  n, iat))
 
@@ -476,8 +476,11 @@ def _where_ints(t, ma, mb, mask, shape, n):
     """IA offset of a where row's ints (``layouts.encode_where``): the mask broadcast to `shape`
     written straight into the chunk (no broadcast view, no concatenation of a converted copy),
     shared by the rows of a tape whose masks are equal (a mask reused in a loop costs its eight
-    bytes per element once, not per row; masks of up to _WHERE_SHARED elements)."""
-    key = ("where", ma, mb, shape, mask.shape, mask.tobytes()) if n <= _WHERE_SHARED else None
+    bytes per element once, not per row; masks of up to _WHERE_SHARED elements). A mask of the
+    result's size with no operand maps is keyed by its bytes alone: broadcast to a shape of its
+    own size, its elements stay in order, so they are the ints after [-1, -1]."""
+    key = None if n > _WHERE_SHARED else mask.tobytes() if ma == mb == -1 and mask.size == n \
+        else ("where", ma, mb, shape, mask.shape, mask.tobytes())
     off = t.index_cache.get(key) if key is not None else None
     if off is None:
         ints = np.empty(n + 2, np.int64)
@@ -763,100 +766,3 @@ def normalize_axes(axis, ndim, sort=True):
     if len(set(out)) != len(out):
         raise ValueError("duplicate value in 'axis'")
     return tuple(sorted(out)) if sort else tuple(out)
-
-
-# ---------------------------------------------------------------------------------------------
-# Bilinear and escapes
-
-
-def matmul(a, b):
-    av = a._v if type(a) is Tensor else constant(a)
-    bv = b._v if type(b) is Tensor else constant(b)
-    if type(av) is float or av.ndim == 0 or type(bv) is float or bv.ndim == 0:
-        raise ValueError("matmul: input operand does not have enough dimensions (0-d operands "
-                         "are not allowed; use * for scalars)")
-    try:
-        y = np.matmul(av, bv) if av.size * bv.size < POOLED else into(np.matmul, av, bv)
-    except ValueError as e:
-        raise ValueError(f"matmul: {e} (shapes {np.shape(av)} and {np.shape(bv)})") from None
-    if type(y) is not np.ndarray or y.dtype is not F64 or not y.flags.c_contiguous or not y.ndim:
-        y = check_dtype(y, "matmul")
-    if not (type(a) is Tensor and a._rg or type(b) is Tensor and b._rg):
-        return plain(y)
-    t = state.rec
-    fast = t is not None and not t.sealed
-    if not fast:
-        t = general_tape()
-        if t is None:
-            return plain(y)
-    plan = _MATMUL_PLANS.get((av.shape, bv.shape))
-    if plan is None:
-        plan = _matmul_plan(av.shape, bv.shape)
-    sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key = plan
-    # (an operand whose batch is its own or none is its slot: _batch_operand's first cases)
-    a_in, ba = (slot_in(t, a), ka) if ka >= 0 else _batch_operand(t, a, sa_shape, batch, B)
-    b_in, bb = (slot_in(t, b), kb) if kb >= 0 else _batch_operand(t, b, sb_shape, batch, B)
-    if B * M * K * N > BLAS_FLOPS:  # (read per call: BLAS_FLOPS is the module's setting)
-        slot = t.row(MATMUL_BLAS, a_in, b_in, y, _size(y))
-        ya_shape = batch + (M, K) if ba else (M, K)
-        yb_shape = batch + (K, N) if bb else (K, N)
-        t.escapes[slot] = (ya_shape, yb_shape, batch + (M, N), {})
-        return result(y, t, slot)
-    off = t.index_cache.get(key)
-    if off is None:
-        off = t.index_cache[key] = t.add_ints(layouts.encode_matmul(B, M, K, N, ba, bb))
-    if fast and type(y) is not float:
-        return array_row(t, MATMUL, a_in, b_in, y, y.size, off)
-    return result(y, t, t.row(MATMUL, a_in, b_in, y, _size(y), off))
-
-
-_MATMUL_PLANS = {}  # (a's shape, b's shape) -> _matmul_plan
-
-
-def _matmul_plan(ashape, bshape):
-    """Canonical shapes a (..., M, K), b (..., K, N) (1-D operands are a row / column), M, K, N,
-    the broadcast batch shape and its size, for a and b whether they carry the batch (0 / 1;
-    -1: broadcast to it by ``_batch_operand``), and a jitted row's index cache key."""
-    sa_shape = (1,) + ashape if len(ashape) == 1 else ashape
-    sb_shape = bshape + (1,) if len(bshape) == 1 else bshape
-    M, K = sa_shape[-2:]
-    N = sb_shape[-1]
-    batch = np.broadcast_shapes(sa_shape[:-2], sb_shape[:-2])
-    B = math.prod(batch)
-    ka, kb = (0 if math.prod(s[:-2]) == 1 else 1 if s[:-2] == batch else -1
-              for s in (sa_shape, sb_shape))
-    key = ("matmul", B, M, K, N, 1 if ka else 0, 1 if kb else 0)
-    plan = (sa_shape, sb_shape, M, K, N, batch, B, ka, kb, key)
-    if len(_MATMUL_PLANS) > 1024:
-        _MATMUL_PLANS.clear()
-    _MATMUL_PLANS[(ashape, bshape)] = plan
-    return plan
-
-
-def _batch_operand(t, x, shape, batch, B):
-    """Slot of a matmul operand and whether it carries the batch (0: shared by every batch)."""
-    own = math.prod(shape[:-2])
-    if own == 1:
-        return slot_in(t, x), 0
-    if shape[:-2] == batch:
-        return slot_in(t, x), 1
-    full = batch + shape[-2:]
-    if type(x) is Tensor and x._rg:
-        xr = reshape(x, shape) if _shape(x._v) != shape else x
-        return broadcast_slot(t, xr, full), 1
-    return t.const(constant(np.broadcast_to(np.reshape(raw(x), shape), full))), 1
-
-
-def escape(name, value, a, b=None, shapes=None):
-    """Record a row whose rules are NumPy code (``tape/escapes/``; ``tape.escapes.record``
-    calls this). `shapes`: (a's, b's, the row's, params) as the rules read them."""
-    y = check_dtype(value, name)
-    if not recording(a, b):
-        return plain(y)
-    t = current_tape()
-    sa = slot_in(t, a)
-    sb = slot_in(t, b) if b is not None else -1
-    slot = t.row(OPCODE[name], sa, sb, y, _size(y))
-    t.escapes[slot] = shapes or (_shape(raw(a)), _shape(raw(b)) if b is not None else None,
-                                 _shape(y), {})
-    return result(y, t, slot)

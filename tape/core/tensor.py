@@ -295,7 +295,21 @@ def slot_in(t: Tape, x) -> int:
         if x._tape is t:
             return x._slot
         return import_slot(t, x)
+    if type(x) is np.ndarray and x.dtype is _F64 and 0 < x.size <= _SHARED_CONST and \
+            state.guards is None:
+        # A small NumPy constant read in a loop (W5's masses[None, :] / r) is one constant row
+        # of the tape, found by its bytes: equal bytes are equal values, -0.0 and NaNs included.
+        # (Not under tape.compile: its guards name each constant's own line.)
+        key = ("const", x.shape, x.tobytes())
+        slot = t.index_cache.get(key)
+        if slot is None:
+            slot = t.index_cache[key] = t.const(constant(x))
+        return slot
     return t.const(constant(x))
+
+
+_F64 = np.dtype(np.float64)
+_SHARED_CONST = 1024  # larger constants are not compared (their copy costs less than it saves)
 
 
 def result(value, t, slot):

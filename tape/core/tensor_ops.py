@@ -7,7 +7,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from . import guards as _guards, record as _record
+from . import bilinear as _bilinear, guards as _guards, record as _record
 from .hooks import RemovableHandle
 from .record import binary, unary
 from .state import state
@@ -239,13 +239,13 @@ class TensorOperators:
         return unary(_ABS, self)
 
     def __matmul__(self, other):
-        return _record.matmul(self, other) if is_operand(other) else NotImplemented
+        return _bilinear.matmul(self, other) if is_operand(other) else NotImplemented
 
     def __rmatmul__(self, other):
-        return _record.matmul(other, self) if is_operand(other) else NotImplemented
+        return _bilinear.matmul(other, self) if is_operand(other) else NotImplemented
 
     def __imatmul__(self, other):
-        self._rebind(_record.matmul(self, other))
+        self._rebind(_bilinear.matmul(self, other))
         return self
 
     def __floordiv__(self, other):

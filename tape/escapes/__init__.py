@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import record as _record
+from ..core import bilinear as _bilinear, record as _record
 from ..core.tensor import plain, raw
 from ..core.tensor import Tensor
 
@@ -140,11 +140,11 @@ def record(name, a, b=None, **params):
     outs = esc.outputs(sha, shb, **params)
     val = esc.value(raw(a), raw(b) if b is not None else None, **params)
     if len(outs) == 1:
-        return _record.escape(name, val, a, b, shapes=(sha, shb, outs[0], params))
+        return _bilinear.escape(name, val, a, b, shapes=(sha, shb, outs[0], params))
     if not _record.recording(a, b):
         return tuple(plain(_record.check_dtype(v, name)) for v in val)
     flat = pack(np, val, outs)
-    row = _record.escape(name, flat, a, b, shapes=(sha, shb, flat.shape, params))
+    row = _bilinear.escape(name, flat, a, b, shapes=(sha, shb, flat.shape, params))
     return split(TENSORS, row, outs)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..core import guards as _guards
+from ..core import bilinear, guards as _guards
 from ..core import record as rec
 from ..core.record import binary, unary
 from ..core.tensor import Tensor, install, is_operand, plain, raw
@@ -67,7 +67,7 @@ def _ufunc_call(ufunc, inputs, kwargs):
         if rec.state.guards is not None:  # a constant computed from values: guarded
             _guards.note(("zero_grad", ufunc.__name__), inputs, r._v)
     elif ufunc is np.matmul:
-        r = rec.matmul(*inputs)
+        r = bilinear.matmul(*inputs)
     elif ufunc in (np.deg2rad, np.radians):
         r = binary(OPCODE["multiply"], inputs[0], math.pi / 180.0)
     elif ufunc in (np.rad2deg, np.degrees):
@@ -194,10 +194,14 @@ class TensorNumpyProtocols:
         impl = FUNCS.get(func)
         if impl is None:
             return array_function(func, types, args, kwargs)
-        for t in types:  # (array_function's check, inline for the functions we implement)
-            if t is not Tensor and t is not np.ndarray and not issubclass(t, (Tensor, np.ndarray)):
-                return NotImplemented
+        if types not in _OWN_TYPES:  # (array_function's check, inline for what we implement)
+            for t in types:
+                if not issubclass(t, (Tensor, np.ndarray)):
+                    return NotImplemented
         return impl(*args, **kwargs) if kwargs else impl(*args)
 
+
+# the types tuples NumPy passes for tensors with or without plain arrays: one set lookup
+_OWN_TYPES = frozenset({(Tensor,), (np.ndarray, Tensor), (Tensor, np.ndarray)})
 
 install(TensorNumpyProtocols)

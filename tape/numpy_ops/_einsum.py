@@ -13,7 +13,7 @@ import string
 
 import numpy as np
 
-from ..core import record as rec
+from ..core import bilinear, record as rec
 from ._dispatch import as_tensor, implements
 from ._impl import _ids
 from ._impl import sum as _sum
@@ -186,7 +186,7 @@ def _pair(x, lx, y, ly, later):
         xm, ym = _reshape(xt, (B, M, K)), _reshape(yt, (B, K, N))
     else:
         xm, ym = _reshape(xt, (M, K)), _reshape(yt, (K, N))
-    z = rec.matmul(xm, ym)
+    z = bilinear.matmul(xm, ym)
     labels = "".join(batch + fx + fy)
     return _reshape(z, tuple(dim[c] for c in labels)), labels
 

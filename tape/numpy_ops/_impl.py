@@ -15,7 +15,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..core import guards as _guards
+from ..core import bilinear, guards as _guards
 from ..core import record as rec
 from ..core import reductions
 from ..core.record import binary, gather, normalize_axes, unary
@@ -402,7 +402,7 @@ def copy(a, order="K", subok=False):
 
 @implements(np.matmul)
 def matmul(a, b):
-    return rec.matmul(a, b)
+    return bilinear.matmul(a, b)
 
 
 @implements(np.dot)
@@ -412,7 +412,7 @@ def dot(a, b, out=None):
     if na == 0 or nb == 0:
         return binary(OPCODE["multiply"], a, b)
     if nb <= 2:
-        return rec.matmul(a, b)
+        return bilinear.matmul(a, b)
     return tensordot(a, b, axes=([na - 1], [nb - 2]))
 
 
@@ -456,7 +456,7 @@ def tensordot(a, b, axes=2):
     at = reshape(transpose(a, free_a + ax_a), (-1, k))
     bt = reshape(transpose(b, ax_b + free_b), (k, -1))
     out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
-    return reshape(rec.matmul(at, bt), out_shape)
+    return reshape(bilinear.matmul(at, bt), out_shape)
 
 
 # ---------------------------------------------------------------------------------------------
