@@ -188,14 +188,18 @@ REVERSE = Mode("reverse", "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA,
                "Reverse of one {family} row.", call={"binary": "_reverse_binary_lines"}, raw="G")
 
 # The array tier (``array_sweep``, jit/_tiers.py): the families and binary ops of the usual array
-# program, whose reverse kernels compile in about half the time of all of them (input and
-# escape rows, which no sweep kernel takes, included) and the ARITHMETIC binary rows.
-ARRAY_TIER_FAMILIES = ("input", "unary", "reduce", "gather", "scatter", "escape")
+# program (input and escape rows, which no sweep kernel takes, included), and of its binary rows
+# the arithmetic ones with x ** p, np.maximum and np.minimum (np.clip): the rare binary ops'
+# branches (arctan2, hypot, logaddexp, fmax, fmin, remainder, fmod) and the scan kernels are
+# most of what the eager tier compiles beyond it.
+ARRAY_TIER_FAMILIES = ("input", "unary", "select", "reduce", "gather", "scatter", "matmul",
+                       "escape")
+ARRAY_BINARY = ARITHMETIC + ("power", "maximum", "minimum")
 
 
 def _array_tier() -> str:
     """_ARRAY_TIER[op]: whether the array tier sweeps an array row of op."""
-    flags = [int(p.family in ARRAY_TIER_FAMILIES or p.name in ARITHMETIC) for p in TABLE]
+    flags = [int(p.family in ARRAY_TIER_FAMILIES or p.name in ARRAY_BINARY) for p in TABLE]
     return ("\n\n# the array rows the array tier sweeps (_array_tier)\n"
             f"_ARRAY_TIER = np.array([{', '.join(map(str, flags))}], dtype=np.int64)\n")
 
@@ -216,8 +220,9 @@ def render() -> str:
     modules = family_modules()
     kernels, calls = family_kernels(REVERSE, modules, _reverse_dispatch)
     kernels += "\n\n\n" + subset_kernel(
-        REVERSE, modules, "binary", ARITHMETIC, "_reverse_arithmetic",
-        "Reverse of one +, -, * or / row (the array tier's ``_reverse_binary``).")
+        REVERSE, modules, "binary", ARRAY_BINARY, "_reverse_common",
+        "Reverse of one +, -, *, /, power, maximum or minimum row (the array tier's "
+        "``_reverse_binary``).")
     constants = [("CLEAR", CLEAR), ("LOCAL", LOCAL), ("SEEDED", SEEDED), ("FRESH_A", FRESH_A),
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])

@@ -77,9 +77,9 @@ from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw
 from .families import family_modules, reduce
 from .families.elementwise import arithmetic_codes, scalar_branches
 
-# the binary rows of the arithmetic kernels (``_forward_arithmetic``, ``_reverse_arithmetic``:
-# the binary family's kernels with these ops' branches only), which the eager recorder's strided
-# broadcasts and the array tier take (``jit._generate``)
+# the binary rows of the arithmetic kernel (``_forward_arithmetic``: the binary family's forward
+# kernel with these ops' branches only), which the eager recorder's strided broadcasts take; the
+# array tier's ``_reverse_common`` has them and three more (``jit._generate``)
 ARITHMETIC = ("add", "subtract", "multiply", "divide")
 
 def _scalar_body():
@@ -120,6 +120,9 @@ def render_forward() -> str:
     kernels += "\n\n\n" + subset_kernel(
         FORWARD, modules, "binary", ARITHMETIC, "_forward_arithmetic",
         "Value of one +, -, * or / row (``elementwise_arithmetic``'s ``_forward_binary``).")
+    kernels += "\n\n\n" + subset_kernel(
+        FORWARD, modules, "binary", ("power",), "_forward_power",
+        "Value of one power row (``elementwise_power``'s ``_forward_binary``).")
     helpers = "\n\n".join(function_source(fn) for fn in reduce.HELPERS)
     return "\n" + helpers + "\n\n" + kernels + "\n" + fill(rendered_part("forward.py"), {
         "scalar_other": _scalar_other(), "scalar_body": _scalar_body(), "array_body": calls})

@@ -575,7 +575,7 @@ _FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 
 
 
 # the array rows the array tier sweeps (_array_tier)
-_ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+_ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
 
 
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
@@ -1397,8 +1397,8 @@ def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
 
 
 @njit(error_model="numpy")
-def _reverse_arithmetic(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
-    """Reverse of one +, -, * or / row (the array tier's ``_reverse_binary``)."""
+def _reverse_common(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """Reverse of one +, -, *, /, power, maximum or minimum row (the array tier's ``_reverse_binary``)."""
     pG = _addr(G)
     op = code & 255
     fl = code >> 8
@@ -1511,6 +1511,117 @@ def _reverse_arithmetic(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA
                     b = _ld(pb, jb)
                     y = _ld(py, j)
                     _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-y / b)))
+    elif op == 33:  # power
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pow_da(a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pow_db(a, y))))
+    elif op == 37:  # maximum
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(b, a))))
+    elif op == 38:  # minimum
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
 
 
 @njit(error_model="numpy")
@@ -2002,7 +2113,7 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
 @njit(error_model="numpy", inline="always")
 def _reverse_elementwise(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one unary or binary row over n elements (the rows of a run); `binary` is
-    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_arithmetic``
+    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_common``
     (a function passed as an argument is a compile-time constant: a direct call, as to a
     global)."""
     if _FAMILY[code & 255] == UNARY:
@@ -2110,7 +2221,7 @@ def _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy,
     whole, without n ints per broadcast operand on the tape), and the other broadcasts through
     their recorded maps. A row's own one-element operand sums its terms pairwise
     (``_reverse_pairwise_operand``). `binary` is the kernel of the lines: ``_reverse_binary``, or
-    ``_reverse_arithmetic`` in the array tier."""
+    ``_reverse_common`` in the array tier."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -2404,7 +2515,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
     `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
     this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
     kind of row, with ``_reverse_binary``; False for the array tier, with
-    ``_reverse_arithmetic``, which stops above the first needed row that ``_ARRAY_TIER`` does
+    ``_reverse_common``, which stops above the first needed row that ``_ARRAY_TIER`` does
     not name (Numba's branch pruning drops the other families' calls from that tier: less to
     compile)."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
@@ -2465,8 +2576,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         elif fam == 2:  # binary
             _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
-            if full:
-                _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 4:  # reduce
             _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 5:  # scan
@@ -2477,8 +2587,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         elif fam == 7:  # scatter
             _reverse_scatter(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 8:  # matmul
-            if full:
-                _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         if nd & CLEAR:
             _clear(G, gy, n)
     return lo
@@ -3251,6 +3360,76 @@ def _forward_arithmetic(code, n, iat, pa, pb, py, IA, W):
 
 
 @njit(error_model="numpy")
+def _forward_power(code, n, iat, pa, pb, py, IA, W):
+    """Value of one power row (``elementwise_power``'s ``_forward_binary``)."""
+    op = code & 255
+    fl = code >> 8
+    n0 = 1
+    n1 = 1
+    n2 = n
+    a0 = 0
+    a1 = 0
+    a2 = 0 if fl & 1 else 1
+    b0 = 0
+    b1 = 0
+    b2 = 0 if fl & 2 else 1
+    if fl & 16:
+        n0 = IA[iat + 2]
+        n1 = IA[iat + 3]
+        n2 = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        a2 = IA[iat + 7]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        b2 = IA[iat + 10]
+    else:
+        if fl & 4:
+            ma = IA[iat]
+            for j in range(n):
+                W[j] = _ld(pa, IA[ma + j])
+            pa = _addr(W)
+        if fl & 8:
+            mb = IA[iat + 1]
+            for j in range(n):
+                W[n + j] = _ld(pb, IA[mb + j])
+            pb = _addr(W) + 8 * n
+    if op == 33:  # power
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    if b0 == 0 and b1 == 0 and b2 == 0:
+                        ex = _ld(pb, ob)
+                        if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:
+                            for j in range(n2):
+                                _st(py, oy + j, _power_fast(_ld(pa, oa + j * a2), ex))
+                            continue
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _power(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    if b0 == 0 and b1 == 0 and b2 == 0:
+                        ex = _ld(pb, ob)
+                        if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:
+                            for j in range(n2):
+                                _st(py, oy + j, _power_fast(_ld(pa, oa + j * a2), ex))
+                            continue
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _power(a, b))
+
+
+@njit(error_model="numpy")
 def _forward_run_end(R, S, lo, hi, n):
     """One past the last row of the run of elementwise rows of n elements from row lo. Input
     rows between them (leaves, constants) do nothing in a sweep and do not end the run: an
@@ -3803,12 +3982,13 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         # input and escape rows are skipped: the caller writes their values
 
 
-# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): three
+# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): four
 # entry points, each compiled the first time a row needs it, so that a first gradient compiles
 # only the kernels its rows use: the four arithmetic ops' strided broadcasts, the unary rows, the
-# other binary rows.
+# power rows, the other binary rows.
 SIG_ELEMENTWISE_ARITHMETIC = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
 SIG_ELEMENTWISE_UNARY = SIG_ELEMENTWISE_ARITHMETIC
+SIG_ELEMENTWISE_POWER = SIG_ELEMENTWISE_ARITHMETIC
 SIG_ELEMENTWISE_BINARY = SIG_ELEMENTWISE_ARITHMETIC
 
 
@@ -3831,6 +4011,15 @@ def elementwise_arithmetic(code, a, b, y, n, field, IA):
 def elementwise_unary(code, a, b, y, n, field, IA):
     """``elementwise_binary`` for unary rows (b unread)."""
     _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_power(code, a, b, y, n, field, IA):
+    """``elementwise_binary`` for power rows (``x ** p``, the one binary op of the usual array
+    program whose value is not NumPy's), by ``_forward_power``: its branch of the binary
+    kernel, the same loop, without the rare binary ops' (arctan2, hypot, logaddexp, ...)."""
+    _forward_power(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
                    np.empty(0))
 
 
@@ -3920,7 +4109,7 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     row among them is one it sweeps, else by ``eager_sweep``, which the return value then says
     as -1 - the row (a scan of the rows left, ~1 ns a row). Each row gets what ``sweep`` gives
     it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
-    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
+    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~17 for
     ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
     i = hi
     while i > lo:
@@ -3971,12 +4160,14 @@ SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
-    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the common
-    kinds ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and
-    their blocked runs; 0-d rows of any op), which covers the usual array program (W2, W3, W5)
-    at about half the compile: no select, scan or matmul kernel, and a binary kernel of the four
-    arithmetic ops (``_reverse_arithmetic``, their branches of ``_reverse_binary``: the same
-    arithmetic, so the same bits). Stops above the first needed row of another kind and returns
-    it (``eager_sweep`` goes on from there); lo when it swept them all."""
+    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the kinds
+    ``_ARRAY_TIER`` names (unary rows; + - * /, power, maximum and minimum rows; np.where's
+    select, reductions, gathers, scatters, matmuls, and their blocked runs; 0-d rows of any op),
+    which covers the usual array program (W2, W3, W5, and ``x ** p``, np.clip, np.where,
+    ``a @ b``) at about two thirds of the compile: no scan kernel, and a binary kernel of those
+    seven ops (``_reverse_common``, their branches of ``_reverse_binary``: the same arithmetic,
+    so the same bits) without the rare ones (arctan2, hypot, logaddexp, fmax, fmin, remainder,
+    fmod). Stops above the first needed row of another kind and returns it (``eager_sweep``
+    goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
-                         _reverse_arithmetic, False)
+                         _reverse_common, False)

@@ -6,12 +6,14 @@ a 2-core machine. An eager backward needs much less of it: a reverse with no for
 no part, which never seeds. So it runs smaller entry points of ``jit._interp`` instead:
 ``scalar_sweep`` (0-d rows and gathers, ~3 CPU-s cold) from the top of the range, which stops at
 the first row it does not sweep and says where, and whether every needed row below is one of the
-usual array program's (unary, + - * /, reductions, gathers, scatters); then on what is left, if
-anything is, ``array_sweep`` (those rows and their blocked runs, ~15 CPU-s) if so, else
-``eager_sweep`` (every kind of row, without the seeded runs, ~25 CPU-s). Each is loaded, or
-compiled under its own compile notice, the first time it is called: a scalar loop (W1) compiles
-only the first, an array program of the usual rows (W2, W3, W5) the first two, and no eager
-backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are the same.
+usual array program's (unary; + - * /, power, maximum, minimum; select, reductions, gathers,
+scatters, matmul); then on what is left, if anything is, ``array_sweep`` (those rows and their
+blocked runs, ~17 CPU-s) if so, else ``eager_sweep`` (every kind of row, without the seeded runs,
+~25 CPU-s: scans and the rare binary ops, arctan2, hypot, ...). Each is loaded, or compiled under
+its own compile notice, the first time it is called: a scalar loop (W1) compiles only the first,
+an array program of the usual rows (W2, W3, W5, ``x ** p``, np.clip, np.where, ``a @ b``) the
+first two, and no eager backward compiles ``sweep``. All run ``sweep``'s own code for each row,
+so the bits are the same.
 """
 from __future__ import annotations
 

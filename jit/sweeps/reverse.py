@@ -590,7 +590,7 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
 @njit(error_model="numpy", inline="always")
 def _reverse_elementwise(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one unary or binary row over n elements (the rows of a run); `binary` is
-    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_arithmetic``
+    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_common``
     (a function passed as an argument is a compile-time constant: a direct call, as to a
     global)."""
     if _FAMILY[code & 255] == UNARY:
@@ -698,7 +698,7 @@ def _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy,
     whole, without n ints per broadcast operand on the tape), and the other broadcasts through
     their recorded maps. A row's own one-element operand sums its terms pairwise
     (``_reverse_pairwise_operand``). `binary` is the kernel of the lines: ``_reverse_binary``, or
-    ``_reverse_arithmetic`` in the array tier."""
+    ``_reverse_common`` in the array tier."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -814,7 +814,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
     `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
     this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
     kind of row, with ``_reverse_binary``; False for the array tier, with
-    ``_reverse_arithmetic``, which stops above the first needed row that ``_ARRAY_TIER`` does
+    ``_reverse_common``, which stops above the first needed row that ``_ARRAY_TIER`` does
     not name (Numba's branch pruning drops the other families' calls from that tier: less to
     compile)."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
@@ -955,7 +955,7 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     row among them is one it sweeps, else by ``eager_sweep``, which the return value then says
     as -1 - the row (a scan of the rows left, ~1 ns a row). Each row gets what ``sweep`` gives
     it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
-    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
+    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~17 for
     ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
     i = hi
     while i > lo:
@@ -1006,12 +1006,14 @@ SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
-    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the common
-    kinds ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and
-    their blocked runs; 0-d rows of any op), which covers the usual array program (W2, W3, W5)
-    at about half the compile: no select, scan or matmul kernel, and a binary kernel of the four
-    arithmetic ops (``_reverse_arithmetic``, their branches of ``_reverse_binary``: the same
-    arithmetic, so the same bits). Stops above the first needed row of another kind and returns
-    it (``eager_sweep`` goes on from there); lo when it swept them all."""
+    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the kinds
+    ``_ARRAY_TIER`` names (unary rows; + - * /, power, maximum and minimum rows; np.where's
+    select, reductions, gathers, scatters, matmuls, and their blocked runs; 0-d rows of any op),
+    which covers the usual array program (W2, W3, W5, and ``x ** p``, np.clip, np.where,
+    ``a @ b``) at about two thirds of the compile: no scan kernel, and a binary kernel of those
+    seven ops (``_reverse_common``, their branches of ``_reverse_binary``: the same arithmetic,
+    so the same bits) without the rare ones (arctan2, hypot, logaddexp, fmax, fmin, remainder,
+    fmod). Stops above the first needed row of another kind and returns it (``eager_sweep``
+    goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
-                         _reverse_arithmetic, False)
+                         _reverse_common, False)
