@@ -77,9 +77,9 @@ from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw
 from .families import family_modules, reduce
 from .families.elementwise import arithmetic_codes, scalar_branches
 
-# the binary rows of the arithmetic kernel (``_forward_arithmetic``: the binary family's forward
-# kernel with these ops' branches only), which the eager recorder's strided broadcasts take; the
-# array tier's ``_reverse_common`` has them and three more (``jit._generate``)
+# the binary rows of the arithmetic kernels (``_forward_arithmetic``, ``_reverse_arithmetic``:
+# the binary family's kernels with these ops' branches only), which the eager recorder's strided
+# broadcasts and the array tier take (``jit._generate``)
 ARITHMETIC = ("add", "subtract", "multiply", "divide")
 
 def _scalar_body():

@@ -574,8 +574,9 @@ _READS = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0
 _FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1], [1, 1], [2, 2], [2, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=np.int64)
 
 
-# the array rows the array tier sweeps (_array_tier)
-_ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+# the array rows the array and common tiers sweep (_tier_tables)
+_ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+_COMMON_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
 
 
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
@@ -1397,8 +1398,125 @@ def _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
 
 
 @njit(error_model="numpy")
+def _reverse_arithmetic(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """Reverse of one +, -, * or / row (the array tier's ``_reverse_binary``)."""
+    pG = _addr(G)
+    op = code & 255
+    fl = code >> 8
+    sta = 0 if fl & 1 else 1
+    stb = 0 if fl & 2 else 1
+    ma = IA[iat] if fl & 4 else -1
+    mb = IA[iat + 1] if fl & 8 else -1
+    if op == 29:  # add
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (1.0)))
+    elif op == 30:  # subtract
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-1.0)))
+    elif op == 31:  # multiply
+        if nd & 3 == 3 and pa == pb and ga == gb and fl == 0:
+            if nd & (FRESH_A | FRESH_B):
+                for j in range(n):
+                    t = _ld(pG, gy + j) * _ld(pa, j)
+                    _st(pG, ga + j, (0.0 + t) + t)
+            else:
+                for j in range(n):
+                    x = _ld(pa, j)
+                    g = _ld(pG, gy + j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+        else:
+            if nd & 1:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        b = _ld(pb, j)
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                elif (fl & 13) == 0:  # the other: one element
+                    b = _ld(pb, 0)
+                    for j in range(n):
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b)))
+            if nd & 2:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        a = _ld(pa, j)
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                elif (fl & 14) == 0:  # the other: one element
+                    a = _ld(pa, 0)
+                    for j in range(n):
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (a)))
+    elif op == 32:  # divide
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0 / b)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-y / b)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-y / b)))
+
+
+@njit(error_model="numpy")
 def _reverse_common(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
-    """Reverse of one +, -, *, /, power, maximum or minimum row (the array tier's ``_reverse_binary``)."""
+    """Reverse of one +, -, *, /, power, maximum or minimum row (the common tier's ``_reverse_binary``)."""
     pG = _addr(G)
     op = code & 255
     fl = code >> 8
@@ -2508,16 +2626,18 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full):
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full, wide,
+                  tier):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver);
     returns the row where it stopped (lo, unless `full` is False).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``).
     `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
     this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
-    kind of row, with ``_reverse_binary``; False for the array tier, with
-    ``_reverse_common``, which stops above the first needed row that ``_ARRAY_TIER`` does
-    not name (Numba's branch pruning drops the other families' calls from that tier: less to
-    compile)."""
+    kind of row, with ``_reverse_binary``; False for the array and common tiers, with
+    ``_reverse_arithmetic`` / ``_reverse_common``, which stop above the first needed row that
+    their table `tier` (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal):
+    the select and matmul rows too (the common tier's, and the full sweep's). Numba's branch
+    pruning drops the other families' calls from a tier: less to compile."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -2545,13 +2665,13 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
             continue
         if full:  # (if / elif, not `not full and ...`: a condition branch pruning can read)
             pass
-        elif not _ARRAY_TIER[op]:
+        elif not tier[op]:
             return i + 1
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
             if full:
                 pass
-            elif _array_tier_stop(R, need, s, i) >= 0:
+            elif _tier_stop(tier, R, need, s, i) >= 0:
                 return i + 1
             _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
             i = s
@@ -2576,7 +2696,8 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         elif fam == 2:  # binary
             _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
-            _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            if wide:
+                _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 4:  # reduce
             _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 5:  # scan
@@ -2587,21 +2708,22 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         elif fam == 7:  # scatter
             _reverse_scatter(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 8:  # matmul
-            _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            if wide:
+                _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         if nd & CLEAR:
             _clear(G, gy, n)
     return lo
 
 
 @njit(error_model="numpy")
-def _array_tier_stop(R, need, lo, hi):
-    """The highest needed row of rows lo..hi-1 that the array tier does not sweep (an array row
-    of a family or op that ``_ARRAY_TIER`` does not name; any 0-d row of 0-d operands is
-    swept), or -1."""
+def _tier_stop(tier, R, need, lo, hi):
+    """The highest needed row of rows lo..hi-1 that a tier does not sweep (an array row of a
+    family or op that its table, ``_ARRAY_TIER`` or ``_COMMON_TIER``, does not name; any 0-d
+    row of 0-d operands is swept), or -1."""
     i = hi
     while i > lo:
         i -= 1
-        if need[i] != 0 and R[i, 3] >= 0 and not _ARRAY_TIER[R[i, 0] & 255]:
+        if need[i] != 0 and R[i, 3] >= 0 and not tier[R[i, 0] & 255]:
             return i
     return -1
 
@@ -4069,7 +4191,7 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
         _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
         _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part, _reverse_binary,
-                      True)
+                      True, True, _ARRAY_TIER)
 
 
 # placeholders for the range a call leaves empty, and the part of a call on its own
@@ -4106,10 +4228,12 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """The scalar tier: adjoints through rows hi-1 down to the first needed row that is neither
     a 0-d row of 0-d operands nor a gather (``p[0]`` of an argument), or to lo. Returns the row
     where it stopped: rows lo..that-1 are still to sweep, by ``array_sweep`` if every needed
-    row among them is one it sweeps, else by ``eager_sweep``, which the return value then says
-    as -1 - the row (a scan of the rows left, ~1 ns a row). Each row gets what ``sweep`` gives
+    row among them is one it sweeps, else by ``common_sweep`` if every one is its, which the
+    return value then says as the row + hi + 1, else by ``eager_sweep``, which it says as
+    -1 - the row (a scan of the rows left, ~1 ns a row, a second one for a tape that is not
+    the array tier's). Each row gets what ``sweep`` gives
     it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
-    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~17 for
+    a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
     ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
     i = hi
     while i > lo:
@@ -4135,8 +4259,10 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         if nd & CLEAR:
             _clear(G, GO[r], n)
         i = r
-    if i > lo and _array_tier_stop(R, need, lo, i) >= 0:
-        return -1 - i
+    if i > lo and _tier_stop(_ARRAY_TIER, R, need, lo, i) >= 0:
+        if _tier_stop(_COMMON_TIER, R, need, lo, i) >= 0:
+            return -1 - i
+        return i + hi + 1
     return i
 
 
@@ -4151,7 +4277,8 @@ def eager_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     the literal False, which Numba's branch pruning sees through the inlined ``_reverse_rows``:
     neither ``_reverse_seeded`` nor the forward kernels of ``_forward_seeded_run`` are compiled
     into it (~25 CPU-s cold, against ~60 for ``sweep``)."""
-    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True)
+    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True,
+                  True, _ARRAY_TIER)
 
 
 SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -4161,13 +4288,27 @@ SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], 
 @njit(cache=True, nogil=True, error_model="numpy")
 def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the kinds
-    ``_ARRAY_TIER`` names (unary rows; + - * /, power, maximum and minimum rows; np.where's
-    select, reductions, gathers, scatters, matmuls, and their blocked runs; 0-d rows of any op),
-    which covers the usual array program (W2, W3, W5, and ``x ** p``, np.clip, np.where,
-    ``a @ b``) at about two thirds of the compile: no scan kernel, and a binary kernel of those
-    seven ops (``_reverse_common``, their branches of ``_reverse_binary``: the same arithmetic,
-    so the same bits) without the rare ones (arctan2, hypot, logaddexp, fmax, fmin, remainder,
-    fmod). Stops above the first needed row of another kind and returns it (``eager_sweep``
-    goes on from there); lo when it swept them all."""
+    ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and their
+    blocked runs; 0-d rows of any op), which covers the benchmarks' array programs (W2, W3, W5)
+    at about half the compile: no select, scan or matmul kernel, and a binary kernel of the four
+    arithmetic ops (``_reverse_arithmetic``, their branches of ``_reverse_binary``: the same
+    arithmetic, so the same bits). Stops above the first needed row of another kind and returns
+    it (``eager_sweep`` goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
-                         _reverse_common, False)
+                         _reverse_arithmetic, False, False, _ARRAY_TIER)
+
+
+SIG_COMMON_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier: ``array_sweep`` with the rows the usual scientific program adds
+    (``_COMMON_TIER``: power rows, ``x ** p``; maximum and minimum, np.clip; np.where's select;
+    matmul), at ~2.5 CPU-s more compile than the array tier and ~7 less than the eager tier: a
+    binary kernel of those seven ops (``_reverse_common``: the same arithmetic, so the same
+    bits), no scan kernel and none of the rare binary ops (arctan2, hypot, logaddexp, fmax, fmin,
+    remainder, fmod). Stops above the first needed row of another kind and returns it
+    (``eager_sweep`` goes on from there); lo when it swept them all."""
+    return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
+                         _reverse_common, False, True, _COMMON_TIER)
