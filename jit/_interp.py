@@ -2231,9 +2231,9 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
 @njit(error_model="numpy", inline="always")
 def _reverse_elementwise(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one unary or binary row over n elements (the rows of a run); `binary` is
-    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_common``
-    (a function passed as an argument is a compile-time constant: a direct call, as to a
-    global)."""
+    the binary rows' kernel: ``_reverse_binary``, or ``_reverse_arithmetic`` /
+    ``_reverse_common`` (a function passed as an argument is a compile-time constant: a direct
+    call, as to a global)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
     else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
@@ -2339,7 +2339,7 @@ def _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy,
     whole, without n ints per broadcast operand on the tape), and the other broadcasts through
     their recorded maps. A row's own one-element operand sums its terms pairwise
     (``_reverse_pairwise_operand``). `binary` is the kernel of the lines: ``_reverse_binary``, or
-    ``_reverse_common`` in the array tier."""
+    ``_reverse_arithmetic`` / ``_reverse_common`` in the array / common tier."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -2626,8 +2626,7 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full, wide,
-                  tier):
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full, wide):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver);
     returns the row where it stopped (lo, unless `full` is False).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``).
@@ -2635,9 +2634,11 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
     this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
     kind of row, with ``_reverse_binary``; False for the array and common tiers, with
     ``_reverse_arithmetic`` / ``_reverse_common``, which stop above the first needed row that
-    their table `tier` (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal):
-    the select and matmul rows too (the common tier's, and the full sweep's). Numba's branch
-    pruning drops the other families' calls from a tier: less to compile."""
+    their table (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal): the
+    select and matmul rows too, and the common tier's table (the common tier's, and the full
+    sweep's). Numba's branch pruning drops the other families' calls from a tier: less to
+    compile; each tier reads its table as a global, so the array tier's code is the same as
+    before the common tier."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -2665,13 +2666,19 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
             continue
         if full:  # (if / elif, not `not full and ...`: a condition branch pruning can read)
             pass
-        elif not tier[op]:
+        elif wide:
+            if not _COMMON_TIER[op]:
+                return i + 1
+        elif not _ARRAY_TIER[op]:
             return i + 1
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
             if full:
                 pass
-            elif _tier_stop(tier, R, need, s, i) >= 0:
+            elif wide:
+                if _tier_stop(_COMMON_TIER, R, need, s, i) >= 0:
+                    return i + 1
+            elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
             _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
             i = s
@@ -4191,7 +4198,7 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
         _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
         _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part, _reverse_binary,
-                      True, True, _ARRAY_TIER)
+                      True, True)
 
 
 # placeholders for the range a call leaves empty, and the part of a call on its own
@@ -4228,10 +4235,10 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """The scalar tier: adjoints through rows hi-1 down to the first needed row that is neither
     a 0-d row of 0-d operands nor a gather (``p[0]`` of an argument), or to lo. Returns the row
     where it stopped: rows lo..that-1 are still to sweep, by ``array_sweep`` if every needed
-    row among them is one it sweeps, else by ``common_sweep`` if every one is its, which the
-    return value then says as the row + hi + 1, else by ``eager_sweep``, which it says as
-    -1 - the row (a scan of the rows left, ~1 ns a row, a second one for a tape that is not
-    the array tier's). Each row gets what ``sweep`` gives
+    row among them is one it sweeps, else by ``common_sweep`` or ``eager_sweep``, which the
+    return value then says as -1 - the row (a scan of the rows left, ~1 ns a row; the caller
+    chooses between those two, ``jit._tiers``, so that this loop's code is the same for every
+    tape). Each row gets what ``sweep`` gives
     it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
     a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
     ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
@@ -4260,9 +4267,7 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
             _clear(G, GO[r], n)
         i = r
     if i > lo and _tier_stop(_ARRAY_TIER, R, need, lo, i) >= 0:
-        if _tier_stop(_COMMON_TIER, R, need, lo, i) >= 0:
-            return -1 - i
-        return i + hi + 1
+        return -1 - i
     return i
 
 
@@ -4278,7 +4283,7 @@ def eager_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     neither ``_reverse_seeded`` nor the forward kernels of ``_forward_seeded_run`` are compiled
     into it (~25 CPU-s cold, against ~60 for ``sweep``)."""
     _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True,
-                  True, _ARRAY_TIER)
+                  True)
 
 
 SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -4295,7 +4300,7 @@ def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     arithmetic, so the same bits). Stops above the first needed row of another kind and returns
     it (``eager_sweep`` goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
-                         _reverse_arithmetic, False, False, _ARRAY_TIER)
+                         _reverse_arithmetic, False, False)
 
 
 SIG_COMMON_SWEEP = SIG_ARRAY_SWEEP
@@ -4311,4 +4316,4 @@ def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     remainder, fmod). Stops above the first needed row of another kind and returns it
     (``eager_sweep`` goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
-                         _reverse_common, False, True, _COMMON_TIER)
+                         _reverse_common, False, True)

@@ -13,11 +13,13 @@ matmul rows, ~17 CPU-s) if they are all its, else ``eager_sweep`` (every kind of
 seeded runs, ~25 CPU-s: scans and the rare binary ops, arctan2, hypot, ...). Each is loaded, or
 compiled under its own compile notice, the first time it is called: a scalar loop (W1) compiles
 only the first, an array program of the benchmarks' rows (W2, W3, W5) the first two, one with
-``x ** p``, np.clip, np.where or ``a @ b`` (W4) the first and ``common_sweep``, and no eager
+``x ** p``, np.clip, np.where or a small ``a @ b`` the first and ``common_sweep``, and no eager
 backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are the
 same.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ._cache import load
 
@@ -30,16 +32,26 @@ def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     do not sweep, and the eager tier goes on from there: never met when the scalar tier's scan
     chose them, and never a wrong row.)"""
     stop = _scalar(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
-    if stop < 0:  # (-1 - the row: a row below is not the common tier's)
-        _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, -1 - stop)
-        return
-    tier = _array
-    if stop > hi:  # (the row + hi + 1: a row below is not the array tier's)
-        stop, tier = stop - hi - 1, _common
-    if stop > lo:
-        stop = tier(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
+    if stop < 0:  # (-1 - the row: a row below is not the array tier's)
+        stop = -1 - stop
+        if common_rows(R, need, lo, stop):
+            stop = _common(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
         if stop > lo:
             _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
+    elif stop > lo:
+        stop = _array(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
+        if stop > lo:
+            _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
+
+
+def common_rows(R, need, lo, hi):
+    """Whether every needed array row of rows lo..hi-1 is one the common tier sweeps
+    (``_COMMON_TIER``). In NumPy, a few microseconds, for the tapes the scalar tier's scan did
+    not give the array tier only: ``scalar_sweep``'s code stays that of one choice."""
+    from ._interp import _COMMON_TIER
+
+    array = (need[lo:hi] != 0) & (R[lo:hi, 3] >= 0)
+    return bool(np.all(_COMMON_TIER[R[lo:hi, 0][array] & 255]))
 
 
 def _scalar(*args):
