@@ -5,8 +5,8 @@ compiles only what its tape needs.
 a 2-core machine. An eager backward needs much less of it: a reverse with no forward range and
 no part, which never seeds. So it runs smaller entry points of ``jit._interp`` instead:
 ``scalar_sweep`` (0-d rows and gathers, ~3 CPU-s cold) from the top of the range, which stops at
-the first row it does not sweep and says where, and which tier the needed rows below need; then on
-what is left, if anything is, ``array_sweep`` (the benchmarks' array rows: unary, + - * /,
+the first row it does not sweep and says where, and whether the needed rows below are all the
+array tier's (``common_rows`` checks the common tier's); then on what is left, if anything is, ``array_sweep`` (the benchmarks' array rows: unary, + - * /,
 reductions, gathers, scatters, and their blocked runs, ~15 CPU-s) if they are all its,
 ``common_sweep`` (those and the usual scientific program's power, maximum, minimum, select and
 matmul rows, ~17 CPU-s) if they are all its, else ``eager_sweep`` (every kind of row, without the
