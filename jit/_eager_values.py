@@ -1,10 +1,11 @@
-"""``jit.elementwise``: the eager recorder's elementwise values, by three entry points of
+"""``jit.elementwise``: the eager recorder's elementwise values, by four entry points of
 ``jit._interp`` each loaded (or compiled, under its own compile notice) the first time a row
 needs it, so that a first gradient compiles only the forward kernels its rows use:
 ``elementwise_arithmetic`` (+ - * /, the strided broadcasts of ``tape.core.loop_values``),
-``elementwise_unary`` (the transcendental unary rows of ``jit.table.OWN_VALUE``) and
-``elementwise_binary`` (the other binary rows of ``OWN_VALUE``: power, atan2, ...). All three
-run the sweep's own loop for the row, so an eager value and its replay are the same bits.
+``elementwise_unary`` (the transcendental unary rows of ``jit.table.OWN_VALUE``),
+``elementwise_power`` (``x ** p``, the usual program's one binary row of ``OWN_VALUE``) and
+``elementwise_binary`` (the rare binary rows of ``OWN_VALUE``: arctan2, hypot, logaddexp, ...).
+All run the sweep's own loop for the row, so an eager value and its replay are the same bits.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ _ARITHMETIC = frozenset(OPCODE[name] for name in ("add", "subtract", "multiply",
 def _entry_name(op: int) -> str:
     if op in _ARITHMETIC:
         return "elementwise_arithmetic"
+    if op == OPCODE["power"]:
+        return "elementwise_power"
     return "elementwise_unary" if TABLE[op].family == "unary" else "elementwise_binary"
 
 

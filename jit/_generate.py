@@ -187,28 +187,39 @@ def _operand_reads() -> str:
 REVERSE = Mode("reverse", "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA",
                "Reverse of one {family} row.", call={"binary": "_reverse_binary_lines"}, raw="G")
 
-# The array tier (``array_sweep``, jit/_tiers.py): the families and binary ops of the usual array
-# program, whose reverse kernels compile in about half the time of all of them (input and
-# escape rows, which no sweep kernel takes, included) and the ARITHMETIC binary rows.
+# The array tier (``array_sweep``, jit/_tiers.py): the families and binary ops of the array
+# programs of the benchmarks (W2, W3, W5), whose reverse kernels compile in about half the time
+# of all of them (input and escape rows, which no sweep kernel takes, included) and the
+# ARITHMETIC binary rows. The common tier (``common_sweep``): those, and the rows the usual
+# scientific program adds, x ** p, np.maximum and np.minimum (np.clip), np.where's select and a
+# matmul; the rare binary ops' branches (arctan2, hypot, logaddexp, fmax, fmin, remainder, fmod)
+# and the scan kernels are most of what the eager tier compiles beyond it.
 ARRAY_TIER_FAMILIES = ("input", "unary", "reduce", "gather", "scatter", "escape")
+COMMON_TIER_FAMILIES = ARRAY_TIER_FAMILIES + ("select", "matmul")
+COMMON_BINARY = ARITHMETIC + ("power", "maximum", "minimum")
 
 
-def _array_tier() -> str:
-    """_ARRAY_TIER[op]: whether the array tier sweeps an array row of op."""
-    flags = [int(p.family in ARRAY_TIER_FAMILIES or p.name in ARITHMETIC) for p in TABLE]
-    return ("\n\n# the array rows the array tier sweeps (_array_tier)\n"
-            f"_ARRAY_TIER = np.array([{', '.join(map(str, flags))}], dtype=np.int64)\n")
+def _tier_tables() -> str:
+    """_ARRAY_TIER[op] / _COMMON_TIER[op]: whether the array / common tier sweeps an array row
+    of op."""
+    out = "\n\n# the array rows the array and common tiers sweep (_tier_tables)\n"
+    for name, families, binary in (("_ARRAY_TIER", ARRAY_TIER_FAMILIES, ARITHMETIC),
+                                   ("_COMMON_TIER", COMMON_TIER_FAMILIES, COMMON_BINARY)):
+        flags = [int(p.family in families or p.name in binary) for p in TABLE]
+        out += f"{name} = np.array([{', '.join(map(str, flags))}], dtype=np.int64)\n"
+    return out
 
 
 def _reverse_dispatch(fam, call):
     """A reverse row's call to its family's kernel in ``_reverse_rows``: binary rows with the
-    kernel the tier passes; the families the array tier does not sweep only when `full` (a
-    literal: pruned from the array tier, which stops above such rows)."""
+    kernel the tier passes; the families the array tier does not sweep only when `wide`, those
+    the common tier does not either only when `full` (literals: pruned from the tiers, which
+    stop above such rows)."""
     if fam == "binary":
         call = call.replace("_reverse_binary_lines(", "_reverse_binary_lines(binary, ")
     if fam in ARRAY_TIER_FAMILIES or fam == "binary":
         return [call]
-    return ["if full:", "    " + call]
+    return ["if wide:" if fam in COMMON_TIER_FAMILIES else "if full:", "    " + call]
 
 
 def render() -> str:
@@ -218,6 +229,10 @@ def render() -> str:
     kernels += "\n\n\n" + subset_kernel(
         REVERSE, modules, "binary", ARITHMETIC, "_reverse_arithmetic",
         "Reverse of one +, -, * or / row (the array tier's ``_reverse_binary``).")
+    kernels += "\n\n\n" + subset_kernel(
+        REVERSE, modules, "binary", COMMON_BINARY, "_reverse_common",
+        "Reverse of one +, -, *, /, power, maximum or minimum row (the common tier's "
+        "``_reverse_binary``).")
     constants = [("CLEAR", CLEAR), ("LOCAL", LOCAL), ("SEEDED", SEEDED), ("FRESH_A", FRESH_A),
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])
@@ -226,7 +241,7 @@ def render() -> str:
     return text + fill(rendered_part("reverse.py"), {
         "block_size": f"BLOCK = {BLOCK}",
         "family_codes": "\n".join(f"{k} = {v}" for k, v in families),
-        "operand_tables": _operand_reads() + _adjoint_factors() + _array_tier(),
+        "operand_tables": _operand_reads() + _adjoint_factors() + _tier_tables(),
         "family_kernels": kernels,
         "flags_and_opcodes": "\n".join(f"{k} = {v}" for k, v in constants),
         "scalar_body": _scalar_body(),

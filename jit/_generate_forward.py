@@ -120,6 +120,9 @@ def render_forward() -> str:
     kernels += "\n\n\n" + subset_kernel(
         FORWARD, modules, "binary", ARITHMETIC, "_forward_arithmetic",
         "Value of one +, -, * or / row (``elementwise_arithmetic``'s ``_forward_binary``).")
+    kernels += "\n\n\n" + subset_kernel(
+        FORWARD, modules, "binary", ("power",), "_forward_power",
+        "Value of one power row (``elementwise_power``'s ``_forward_binary``).")
     helpers = "\n\n".join(function_source(fn) for fn in reduce.HELPERS)
     return "\n" + helpers + "\n\n" + kernels + "\n" + fill(rendered_part("forward.py"), {
         "scalar_other": _scalar_other(), "scalar_body": _scalar_body(), "array_body": calls})

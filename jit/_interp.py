@@ -574,8 +574,9 @@ _READS = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0
 _FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1], [1, 1], [2, 2], [2, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=np.int64)
 
 
-# the array rows the array tier sweeps (_array_tier)
+# the array rows the array and common tiers sweep (_tier_tables)
 _ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+_COMMON_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
 
 
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
@@ -1514,6 +1515,234 @@ def _reverse_arithmetic(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA
 
 
 @njit(error_model="numpy")
+def _reverse_common(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """Reverse of one +, -, *, /, power, maximum or minimum row (the common tier's ``_reverse_binary``)."""
+    pG = _addr(G)
+    op = code & 255
+    fl = code >> 8
+    sta = 0 if fl & 1 else 1
+    stb = 0 if fl & 2 else 1
+    ma = IA[iat] if fl & 4 else -1
+    mb = IA[iat + 1] if fl & 8 else -1
+    if op == 29:  # add
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (1.0)))
+    elif op == 30:  # subtract
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-1.0)))
+    elif op == 31:  # multiply
+        if nd & 3 == 3 and pa == pb and ga == gb and fl == 0:
+            if nd & (FRESH_A | FRESH_B):
+                for j in range(n):
+                    t = _ld(pG, gy + j) * _ld(pa, j)
+                    _st(pG, ga + j, (0.0 + t) + t)
+            else:
+                for j in range(n):
+                    x = _ld(pa, j)
+                    g = _ld(pG, gy + j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+                    _st(pG, ga + j, _ld(pG, ga + j) + (g * x))
+        else:
+            if nd & 1:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        b = _ld(pb, j)
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                elif (fl & 13) == 0:  # the other: one element
+                    b = _ld(pb, 0)
+                    for j in range(n):
+                        _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (b)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        b = _ld(pb, jb)
+                        _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (b)))
+            if nd & 2:
+                if (fl & 15) == 0:  # operands of the result's size
+                    for j in range(n):
+                        a = _ld(pa, j)
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                elif (fl & 14) == 0:  # the other: one element
+                    a = _ld(pa, 0)
+                    for j in range(n):
+                        _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (a)))
+                else:  # a one-element operand, or one broadcast through an index map
+                    for j in range(n):
+                        jb = IA[mb + j] if mb >= 0 else j * stb
+                        ja = IA[ma + j] if ma >= 0 else j * sta
+                        a = _ld(pa, ja)
+                        _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (a)))
+    elif op == 32:  # divide
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0 / b)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0 / b)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-y / b)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-y / b)))
+    elif op == 33:  # power
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pow_da(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pow_da(a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pow_db(a, y))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pow_db(a, y))))
+    elif op == 37:  # maximum
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(b, a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(b, a))))
+    elif op == 38:  # minimum
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_max(-a, -b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_max(-b, -a))))
+
+
+@njit(error_model="numpy")
 def _sums_operand(nd, code):
     """A row with need bits nd and code takes the adjoint of a one-element operand, which sums
     all of the row's terms: blocked runs, which sweep rows block by block, leave such rows out."""
@@ -2002,9 +2231,9 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
 @njit(error_model="numpy", inline="always")
 def _reverse_elementwise(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one unary or binary row over n elements (the rows of a run); `binary` is
-    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_arithmetic``
-    (a function passed as an argument is a compile-time constant: a direct call, as to a
-    global)."""
+    the binary rows' kernel: ``_reverse_binary``, or ``_reverse_arithmetic`` /
+    ``_reverse_common`` (a function passed as an argument is a compile-time constant: a direct
+    call, as to a global)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
     else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
@@ -2110,7 +2339,7 @@ def _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy,
     whole, without n ints per broadcast operand on the tape), and the other broadcasts through
     their recorded maps. A row's own one-element operand sums its terms pairwise
     (``_reverse_pairwise_operand``). `binary` is the kernel of the lines: ``_reverse_binary``, or
-    ``_reverse_arithmetic`` in the array tier."""
+    ``_reverse_arithmetic`` / ``_reverse_common`` in the array / common tier."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -2397,16 +2626,19 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full):
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full, wide):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver);
     returns the row where it stopped (lo, unless `full` is False).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``).
     `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
     this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
-    kind of row, with ``_reverse_binary``; False for the array tier, with
-    ``_reverse_arithmetic``, which stops above the first needed row that ``_ARRAY_TIER`` does
-    not name (Numba's branch pruning drops the other families' calls from that tier: less to
-    compile)."""
+    kind of row, with ``_reverse_binary``; False for the array and common tiers, with
+    ``_reverse_arithmetic`` / ``_reverse_common``, which stop above the first needed row that
+    their table (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal): the
+    select and matmul rows too, and the common tier's table (the common tier's, and the full
+    sweep's). Numba's branch pruning drops the other families' calls from a tier: less to
+    compile; each tier reads its table as a global, so the array tier's code is the same as
+    before the common tier."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -2434,13 +2666,19 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
             continue
         if full:  # (if / elif, not `not full and ...`: a condition branch pruning can read)
             pass
+        elif wide:
+            if not _COMMON_TIER[op]:
+                return i + 1
         elif not _ARRAY_TIER[op]:
             return i + 1
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
             if full:
                 pass
-            elif _array_tier_stop(R, need, s, i) >= 0:
+            elif wide:
+                if _tier_stop(_COMMON_TIER, R, need, s, i) >= 0:
+                    return i + 1
+            elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
             _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
             i = s
@@ -2465,7 +2703,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         elif fam == 2:  # binary
             _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
-            if full:
+            if wide:
                 _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 4:  # reduce
             _reverse_reduce(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
@@ -2477,7 +2715,7 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         elif fam == 7:  # scatter
             _reverse_scatter(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 8:  # matmul
-            if full:
+            if wide:
                 _reverse_matmul(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         if nd & CLEAR:
             _clear(G, gy, n)
@@ -2485,14 +2723,14 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
 
 
 @njit(error_model="numpy")
-def _array_tier_stop(R, need, lo, hi):
-    """The highest needed row of rows lo..hi-1 that the array tier does not sweep (an array row
-    of a family or op that ``_ARRAY_TIER`` does not name; any 0-d row of 0-d operands is
-    swept), or -1."""
+def _tier_stop(tier, R, need, lo, hi):
+    """The highest needed row of rows lo..hi-1 that a tier does not sweep (an array row of a
+    family or op that its table, ``_ARRAY_TIER`` or ``_COMMON_TIER``, does not name; any 0-d
+    row of 0-d operands is swept), or -1."""
     i = hi
     while i > lo:
         i -= 1
-        if need[i] != 0 and R[i, 3] >= 0 and not _ARRAY_TIER[R[i, 0] & 255]:
+        if need[i] != 0 and R[i, 3] >= 0 and not tier[R[i, 0] & 255]:
             return i
     return -1
 
@@ -3251,6 +3489,76 @@ def _forward_arithmetic(code, n, iat, pa, pb, py, IA, W):
 
 
 @njit(error_model="numpy")
+def _forward_power(code, n, iat, pa, pb, py, IA, W):
+    """Value of one power row (``elementwise_power``'s ``_forward_binary``)."""
+    op = code & 255
+    fl = code >> 8
+    n0 = 1
+    n1 = 1
+    n2 = n
+    a0 = 0
+    a1 = 0
+    a2 = 0 if fl & 1 else 1
+    b0 = 0
+    b1 = 0
+    b2 = 0 if fl & 2 else 1
+    if fl & 16:
+        n0 = IA[iat + 2]
+        n1 = IA[iat + 3]
+        n2 = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        a2 = IA[iat + 7]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        b2 = IA[iat + 10]
+    else:
+        if fl & 4:
+            ma = IA[iat]
+            for j in range(n):
+                W[j] = _ld(pa, IA[ma + j])
+            pa = _addr(W)
+        if fl & 8:
+            mb = IA[iat + 1]
+            for j in range(n):
+                W[n + j] = _ld(pb, IA[mb + j])
+            pb = _addr(W) + 8 * n
+    if op == 33:  # power
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    if b0 == 0 and b1 == 0 and b2 == 0:
+                        ex = _ld(pb, ob)
+                        if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:
+                            for j in range(n2):
+                                _st(py, oy + j, _power_fast(_ld(pa, oa + j * a2), ex))
+                            continue
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _power(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    if b0 == 0 and b1 == 0 and b2 == 0:
+                        ex = _ld(pb, ob)
+                        if ex == 2.0 or ex == 0.5 or ex == -1.0 or ex == 1.0 or ex == 0.0:
+                            for j in range(n2):
+                                _st(py, oy + j, _power_fast(_ld(pa, oa + j * a2), ex))
+                            continue
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _power(a, b))
+
+
+@njit(error_model="numpy")
 def _forward_run_end(R, S, lo, hi, n):
     """One past the last row of the run of elementwise rows of n elements from row lo. Input
     rows between them (leaves, constants) do nothing in a sweep and do not end the run: an
@@ -3803,12 +4111,13 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         # input and escape rows are skipped: the caller writes their values
 
 
-# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): three
+# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): four
 # entry points, each compiled the first time a row needs it, so that a first gradient compiles
 # only the kernels its rows use: the four arithmetic ops' strided broadcasts, the unary rows, the
-# other binary rows.
+# power rows, the other binary rows.
 SIG_ELEMENTWISE_ARITHMETIC = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
 SIG_ELEMENTWISE_UNARY = SIG_ELEMENTWISE_ARITHMETIC
+SIG_ELEMENTWISE_POWER = SIG_ELEMENTWISE_ARITHMETIC
 SIG_ELEMENTWISE_BINARY = SIG_ELEMENTWISE_ARITHMETIC
 
 
@@ -3831,6 +4140,15 @@ def elementwise_arithmetic(code, a, b, y, n, field, IA):
 def elementwise_unary(code, a, b, y, n, field, IA):
     """``elementwise_binary`` for unary rows (b unread)."""
     _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_power(code, a, b, y, n, field, IA):
+    """``elementwise_binary`` for power rows (``x ** p``, the one binary op of the usual array
+    program whose value is not NumPy's), by ``_forward_power``: its branch of the binary
+    kernel, the same loop, without the rare binary ops' (arctan2, hypot, logaddexp, ...)."""
+    _forward_power(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
                    np.empty(0))
 
 
@@ -3880,7 +4198,7 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
         _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
         _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part, _reverse_binary,
-                      True)
+                      True, True)
 
 
 # placeholders for the range a call leaves empty, and the part of a call on its own
@@ -3917,8 +4235,10 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """The scalar tier: adjoints through rows hi-1 down to the first needed row that is neither
     a 0-d row of 0-d operands nor a gather (``p[0]`` of an argument), or to lo. Returns the row
     where it stopped: rows lo..that-1 are still to sweep, by ``array_sweep`` if every needed
-    row among them is one it sweeps, else by ``eager_sweep``, which the return value then says
-    as -1 - the row (a scan of the rows left, ~1 ns a row). Each row gets what ``sweep`` gives
+    row among them is one it sweeps, else by ``common_sweep`` or ``eager_sweep``, which the
+    return value then says as -1 - the row (a scan of the rows left, ~1 ns a row; the caller
+    chooses between those two, ``jit._tiers``, so that this loop's code is the same for every
+    tape). Each row gets what ``sweep`` gives
     it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
     a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
     ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
@@ -3946,7 +4266,7 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         if nd & CLEAR:
             _clear(G, GO[r], n)
         i = r
-    if i > lo and _array_tier_stop(R, need, lo, i) >= 0:
+    if i > lo and _tier_stop(_ARRAY_TIER, R, need, lo, i) >= 0:
         return -1 - i
     return i
 
@@ -3962,7 +4282,8 @@ def eager_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     the literal False, which Numba's branch pruning sees through the inlined ``_reverse_rows``:
     neither ``_reverse_seeded`` nor the forward kernels of ``_forward_seeded_run`` are compiled
     into it (~25 CPU-s cold, against ~60 for ``sweep``)."""
-    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True)
+    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True,
+                  True)
 
 
 SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -3971,12 +4292,28 @@ SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
-    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the common
-    kinds ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and
-    their blocked runs; 0-d rows of any op), which covers the usual array program (W2, W3, W5)
+    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the kinds
+    ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and their
+    blocked runs; 0-d rows of any op), which covers the benchmarks' array programs (W2, W3, W5)
     at about half the compile: no select, scan or matmul kernel, and a binary kernel of the four
     arithmetic ops (``_reverse_arithmetic``, their branches of ``_reverse_binary``: the same
     arithmetic, so the same bits). Stops above the first needed row of another kind and returns
     it (``eager_sweep`` goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
-                         _reverse_arithmetic, False)
+                         _reverse_arithmetic, False, False)
+
+
+SIG_COMMON_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier: ``array_sweep`` with the rows the usual scientific program adds
+    (``_COMMON_TIER``: power rows, ``x ** p``; maximum and minimum, np.clip; np.where's select;
+    matmul), at ~2.5 CPU-s more compile than the array tier and ~7 less than the eager tier: a
+    binary kernel of those seven ops (``_reverse_common``: the same arithmetic, so the same
+    bits), no scan kernel and none of the rare binary ops (arctan2, hypot, logaddexp, fmax, fmin,
+    remainder, fmod). Stops above the first needed row of another kind and returns it
+    (``eager_sweep`` goes on from there); lo when it swept them all."""
+    return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
+                         _reverse_common, False, True)

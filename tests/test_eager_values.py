@@ -1,7 +1,8 @@
 """The eager recorder's elementwise values by op group (``jit._eager_values``): each op goes to
 the entry point that holds its loop, and ``elementwise_arithmetic`` (the binary kernel rendered
-with the + - * / branches only) gives the full binary kernel's bits, row by row and broadcast
-(a one-element operand, the strided nest), special values included."""
+with the + - * / branches only) and ``elementwise_power`` (its power branch) give the full
+binary kernel's bits, row by row and broadcast (a one-element operand, the strided nest), special
+values included."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,6 +25,8 @@ def test_each_op_goes_to_the_entry_holding_its_loop():
         entry = _eager_values.ENTRY[code]
         if p.name in ARITHMETIC:
             assert entry == "elementwise_arithmetic"
+        elif p.name == "power":
+            assert entry == "elementwise_power"
         elif p.family == "unary":
             assert entry == "elementwise_unary"
         else:
@@ -65,6 +68,34 @@ def test_the_arithmetic_entry_gives_the_binary_kernels_bits(name):
             _same_bits(mine, np.asarray(TABLE[code].ufunc(x, z), dtype=np.float64))
 
 
+def test_the_power_entry_gives_the_binary_kernels_bits():
+    """Row against row on special values (negative bases, zero and infinite exponents, NaN),
+    a one-element operand either side, and a strided broadcast: the bits of the full binary
+    kernel, and within a few ulp of NumPy's power."""
+    code = OPCODE["power"]
+    v = np.array(_SPECIAL + [0.5, 2.0, 3.0, -3.0, 1.5])
+    a, b = np.repeat(v, len(v)), np.tile(v, len(v))
+    for flags, x, z in ((0, a, b), (ONE_A, np.array([1.7]), b), (ONE_B, a, np.array([2.0])),
+                        (ONE_B, a, np.array([1.5]))):
+        c = code | flags << FLAG_SHIFT
+        shape = (max(x.size, z.size),)
+        mine = _run("elementwise_power", c, x, z, shape)
+        _same_bits(mine, _run("elementwise_binary", c, x, z, shape))
+        with np.errstate(all="ignore"):
+            numpy = np.power(x, z)
+        # (-inf) ** 0.5 is NaN, as sqrt gives, by the sweep's rule (``jit.table._power_fast``)
+        numpy[(np.broadcast_to(x, shape) == -np.inf) & (np.broadcast_to(z, shape) == 0.5)] = np.nan
+        np.testing.assert_allclose(mine, numpy, rtol=1e-14, atol=0.0)
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(0.1, 3.0, size=(4, 1, 3)), rng.normal(size=(1, 5, 3))
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    ia = np.array((0, 0) + strided_broadcast(shape, a.shape, False, b.shape, False), np.int64)
+    c = code | STRIDED << FLAG_SHIFT
+    mine = _run("elementwise_power", c, a, b, shape, ia)
+    _same_bits(mine, _run("elementwise_binary", c, a, b, shape, ia))
+    np.testing.assert_allclose(mine, np.power(a, b), rtol=1e-14)
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(ARITHMETIC), st.sampled_from([((4, 1, 3), (1, 5, 3)), ((6, 1), (1, 7)),
                                                      ((2, 1, 4), (3, 1))]),
@@ -84,9 +115,10 @@ def test_strided_broadcasts_give_the_binary_kernels_bits(name, shapes, seed):
 
 
 def test_the_router_computes_every_group():
-    """``jit.elementwise`` itself: a unary, an arithmetic and another binary row."""
+    """``jit.elementwise`` itself: a unary, an arithmetic, a power and another binary row."""
     x = np.linspace(0.1, 2.0, 9)
-    for name, b in (("exp", x), ("multiply", x[::-1].copy()), ("arctan2", x[::-1].copy())):
+    for name, b in (("exp", x), ("multiply", x[::-1].copy()), ("power", x[::-1].copy()),
+                    ("arctan2", x[::-1].copy())):
         y = np.empty_like(x)
         jit.elementwise(OPCODE[name], x.ctypes.data, b.ctypes.data, y.ctypes.data, x.size, -1,
                         _NO_IA)

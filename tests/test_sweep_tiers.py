@@ -1,6 +1,7 @@
 """The eager backward's reverse sweep in tiers (``jit._tiers``): ``scalar_sweep`` from the top of
 a range, stopping at the first row it does not sweep, then below it ``array_sweep`` when every
-needed row left is one of its kinds, else ``eager_sweep``. Gradients are the full sweep's to the
+needed row left is one of its kinds, else ``common_sweep`` when every one is its, else
+``eager_sweep``. Gradients are the full sweep's to the
 bit for scalar, mixed and array tapes (escapes, hooks, retain_graph, blocked runs, threads,
 second order, rows of every family); the scalar and array tiers refuse a row they do not handle
 (they stop there and leave the arena alone); no eager backward calls ``sweep``; a scalar loop's
@@ -82,11 +83,11 @@ def tiered_and_full(monkeypatch, run):
 @pytest.fixture
 def tiers(monkeypatch):
     """Records each tier call: ("scalar", lo, hi, what it returned), ("array", lo, hi, where it
-    stopped) and ("eager", lo, hi)."""
+    stopped), ("common", lo, hi, where it stopped) and ("eager", lo, hi)."""
     from jit import _interp, _tiers
 
     scalar, eager = load(_interp, "scalar_sweep"), load(_interp, "eager_sweep")
-    array = load(_interp, "array_sweep")
+    array, common = load(_interp, "array_sweep"), load(_interp, "common_sweep")
     calls = []
 
     def spy_scalar(*a):
@@ -99,12 +100,18 @@ def tiers(monkeypatch):
         calls.append(("array", a[-2], a[-1], stop))
         return stop
 
+    def spy_common(*a):
+        stop = common(*a)
+        calls.append(("common", a[-2], a[-1], stop))
+        return stop
+
     def spy_eager(*a):
         calls.append(("eager", a[-2], a[-1]))
         eager(*a)
 
     monkeypatch.setattr(_tiers, "_scalar", spy_scalar)
     monkeypatch.setattr(_tiers, "_array", spy_array)
+    monkeypatch.setattr(_tiers, "_common", spy_common)
     monkeypatch.setattr(_tiers, "_eager", spy_eager)
     return calls
 
@@ -161,12 +168,25 @@ def short_nbody(pos0, vel0, masses):
 
 def other_rows(x, w):
     """Rows the array tier does not sweep (a binary maximum and power, np.where's select, a
-    cumsum, a matmul) among its own (unary, + - * /, sums, gathers), a blocked run below."""
+    matmul: the common tier's; a cumsum: the eager tier's) among its own (unary, + - * /, sums,
+    gathers), a blocked run below."""
     big = np.linspace(-1.0, 1.0, 10_000) * x[0]
     run = np.sum(np.tanh(big) * big + big / (1.0 + big * big))
     m = np.reshape(x[:6], (2, 3)) @ w
     h = np.maximum(np.cumsum(x), 0.3) ** 1.5 + np.where(x > 0.5, x, 2.0 * x)
     return np.sum(m * m) + np.sum(np.exp(-h) * x) * run
+
+
+def typical_rows(x, w):
+    """The usual scientific program's rows beyond + - * / (``x ** 2``, ``x ** 1.5``, np.clip's
+    maximum and minimum, np.where's select, a matmul, abs, sqrt, norm, max), all the common
+    tier's, broadcast against a one-element operand and row against row, a blocked run below."""
+    big = np.linspace(0.1, 2.0, 10_000) * x[0]
+    run = np.sum(big ** 1.5 + np.clip(big, 0.5, 1.5))
+    m = np.reshape(x[:6], (2, 3)) @ w
+    h = np.maximum(x, 0.4) ** 2 + np.minimum(x, w[0, 0]) + np.where(x > 0.5, x, 2.0 * x)
+    return (np.sum(m * m) + np.sum(np.abs(h) ** x) + np.linalg.norm(np.sqrt(x)) * run
+            + np.max(x @ x) + np.sum(np.clip(x, 0.2, 0.8) ** 1.5))
 
 
 def arithmetic_broadcasts(x, y, c):
@@ -186,6 +206,8 @@ CASES = {
     "elementwise": (workloads.elementwise_loss, workloads.elementwise_inputs(20_000)),
     "other_rows": (other_rows, (np.linspace(0.1, 1.2, 12),
                                 np.linspace(-1.0, 1.0, 12).reshape(3, 4))),
+    "typical_rows": (typical_rows, (np.linspace(0.1, 1.2, 12),
+                                    np.linspace(-1.0, 1.0, 12).reshape(3, 4))),
     "arithmetic_broadcasts": (arithmetic_broadcasts, (np.linspace(-1.0, 1.0, 6).reshape(2, 3),
                                                       np.linspace(0.5, 2.0, 5),
                                                       np.array([0.7, -1.3]))),
@@ -278,10 +300,16 @@ _STEPS = {  # one step of a random array program: (name, function of the running
     "times_broadcast": lambda h, x: (h[:, None, :] * x[None, :, :]).sum(axis=1),
     "row_sums": lambda h, x: h + np.sum(h, axis=1, keepdims=True),
     "gather": lambda h, x: h[:, ::-1] + h[1:2, :],
-    "maximum": lambda h, x: np.maximum(h, 0.1 * x),  # (not the array tier's)
-    "where": lambda h, x: np.where(x > 0.0, h, 0.5 * h),  # (not the array tier's)
-    "cumsum": lambda h, x: np.cumsum(h, axis=1),  # (not the array tier's)
-    "power": lambda h, x: (h * h + 1.0) ** 0.75,  # (not the array tier's)
+    "maximum": lambda h, x: np.maximum(h, 0.1 * x),  # (this and below: not the array tier's)
+    "clip": lambda h, x: np.clip(h, -0.5, 0.8),  # (a maximum and a minimum row)
+    "minimum_column": lambda h, x: np.minimum(h, x[:, :1]),
+    "where": lambda h, x: np.where(x > 0.0, h, 0.5 * h),
+    "power": lambda h, x: (h * h + 1.0) ** 0.75,
+    "square": lambda h, x: h ** 2,  # (a power row)
+    "power_of_x": lambda h, x: (1.5 + np.tanh(h)) ** x,  # (both operands' adjoints)
+    "matmul": lambda h, x: (h @ x.T) @ x / x.size,
+    "cumsum": lambda h, x: np.cumsum(h, axis=1),  # (the eager tier's)
+    "arctan2": lambda h, x: np.arctan2(h, 1.0 + x * x),  # (the eager tier's)
 }
 
 
@@ -289,7 +317,7 @@ _STEPS = {  # one step of a random array program: (name, function of the running
 @given(st.lists(st.sampled_from(sorted(_STEPS)), min_size=1, max_size=6),
        st.sampled_from([(1, 1), (1, 5), (4, 1), (3, 4)]), st.integers(0, 2 ** 16))
 def test_random_array_programs_give_the_full_sweeps_bits(steps, shape, seed):
-    """Random chains of array rows, of the array tier's kinds or not, on shapes with size-1
+    """Random chains of array rows, of each tier's kinds, on shapes with size-1
     axes (one-element operands, broadcasts): the tiers' bits are the full sweep's."""
     x0 = np.random.default_rng(seed).uniform(-1.5, 1.5, size=shape)
 
@@ -328,9 +356,21 @@ def test_an_array_tape_goes_to_the_array_tier_at_once(tiers):
 
 @pytest.mark.parametrize("f", [lambda x: np.sum(np.maximum(x, 0.2) * x),
                                lambda x: np.sum(np.where(x > 0.0, x, 0.5 * x) ** 2),
-                               lambda x: np.sum(np.cumsum(x) * x),
-                               lambda x: np.sum(np.reshape(x[:4], (2, 2)) @ np.ones((2, 2))),
-                               lambda x: np.sum(np.arctan2(x, 1.5))])
+                               lambda x: np.sum(np.clip(x, -0.5, 0.5) ** 1.5),
+                               lambda x: np.sum(np.reshape(x[:4], (2, 2)) @ np.ones((2, 2)))])
+def test_the_usual_rows_go_to_the_common_tier(tiers, f):
+    """x ** p, np.maximum, np.minimum (np.clip), np.where and a matmul are the common tier's:
+    the scalar tier says the rest is not the array tier's, and the common tier sweeps it."""
+    tape.grad(f)(np.linspace(-1.0, 1.0, 7))
+    assert [c[0] for c in tiers] == ["scalar", "common"]
+    _, lo, hi, ret = tiers[0]
+    assert lo < -1 - ret <= hi and tiers[1] == ("common", lo, -1 - ret, lo)
+
+
+@pytest.mark.parametrize("f", [lambda x: np.sum(np.cumsum(x) * x),
+                               lambda x: np.sum(np.arctan2(x, 1.5)),
+                               lambda x: np.sum(np.hypot(x, 2.0) ** 2),
+                               lambda x: np.sum(np.fmax(x, 0.2) * x)])
 def test_a_tape_with_another_row_goes_to_the_eager_tier_alone(tiers, f):
     """The scalar tier's scan sees a needed row the array tier does not sweep: the eager tier
     takes every row below the scalar tier's stop, and the array tier is not called."""
@@ -432,14 +472,20 @@ def test_a_row_of_another_family_stops_the_scalar_tier(monkeypatch):
     assert np.all(operand == 0.0)
 
 
-def test_the_array_tier_stops_above_a_row_it_does_not_sweep(monkeypatch):
-    """Called on a tape the scan gives to the eager tier, the array tier stops above the
-    highest needed row of another kind (every row above it swept, that row not), and the eager
-    tier from there gives the full sweep's bits: a tier never sweeps a row wrongly, whoever
-    calls it."""
+_OWN = {"add", "subtract", "multiply", "divide", "sum", "exp", "neg", "copy", "gather"}
+
+
+@pytest.mark.parametrize("entry, stops_at, sweeps", [
+    ("array_sweep", {"matmul", "maximum", "power", "where", "cumsum"}, _OWN),
+    ("common_sweep", {"cumsum"}, _OWN | {"maximum", "power", "where", "matmul"})])
+def test_a_tier_stops_above_a_row_it_does_not_sweep(monkeypatch, entry, stops_at, sweeps):
+    """Called on a tape the scan gives to the eager tier, the array or common tier stops above
+    the highest needed row of another kind (every row above it swept, that row not), and the
+    eager tier from there gives the full sweep's bits: a tier never sweeps a row wrongly,
+    whoever calls it."""
     from jit import _interp
 
-    array, eager = load(_interp, "array_sweep"), load(_interp, "eager_sweep")
+    array, eager = load(_interp, entry), load(_interp, "eager_sweep")
 
     def probe(scalar, a):
         R, S, VA, GO, sv, G, IA, FA, need, lo, hi = a
@@ -458,9 +504,8 @@ def test_the_array_tier_stops_above_a_row_it_does_not_sweep(monkeypatch):
         monkeypatch, lambda x: other_rows(x, np.ones((3, 2))), (np.linspace(0.1, 1.2, 12),),
         probe)
     assert ret < 0 and stop > 0
-    assert name in ("matmul", "maximum", "power", "where", "cumsum")
-    assert kinds and kinds <= {"add", "subtract", "multiply", "divide", "sum", "exp", "neg",
-                               "copy", "gather"}, kinds
+    assert name in stops_at
+    assert kinds and kinds <= sweeps, kinds
     assert_same_bits(tiered, full)
 
 
@@ -537,32 +582,51 @@ from workloads import gmm_inputs, gmm_loss
 v, g = tape.value_and_grad(gmm_loss)(*gmm_inputs(d=3, k=4, n=30))
 print(repr(float(v)), *(repr(float(x)) for x in g.ravel()))
 print(*(len(getattr(_interp, n).signatures) for n in {entries!r}))
+{typical}
+v, g = tape.value_and_grad(typical)(np.linspace(-1.0, 1.0, 12))
+print(repr(float(v)), *(repr(float(x)) for x in g.ravel()))
+print(*(len(getattr(_interp, n).signatures) for n in {entries!r}))
 """
-_ENTRIES = ("scalar_sweep", "array_sweep", "eager_sweep", "sweep", "elementwise_unary",
-            "elementwise_binary")
+_TYPICAL = """
+def typical(x):
+    h = np.clip(x, -0.5, 0.8) ** 2 + np.maximum(x, 0.1) ** 1.5 + np.where(x > 0.3, x, 0.5 * x)
+    return np.sum(np.abs(h)) + np.sum(np.reshape(x[:6], (2, 3)) @ np.ones((3, 2)))
+"""
+_ENTRIES = ("scalar_sweep", "array_sweep", "common_sweep", "eager_sweep", "sweep",
+            "elementwise_unary", "elementwise_power", "elementwise_binary")
 
 
 @pytest.mark.skipif(NO_JIT, reason="nothing is compiled")
 def test_an_array_programs_first_gradient_compiles_what_its_rows_need(tmp_path):
     """W2's first gradient on an empty cache compiles the scalar and array tiers and the unary
-    rows' forward entry (exp, log), not ``eager_sweep``, ``sweep`` or the other binary rows'
-    forward entry; the bits are a warm process's; the notices name what compiles."""
+    rows' forward entry (exp, log), not the common or eager tier, ``sweep`` or the binary rows'
+    forward entries; then a typical program's (x ** p, np.clip, np.where, a matmul) adds the
+    common tier and the power rows' forward entry alone. The bits are a warm process's; the notices name what
+    compiles."""
     script = tmp_path / "first.py"
     script.write_text(_FIRST_ARRAY.format(bench=str(ROOT / "asv_bench" / "benchmarks"),
-                                          entries=_ENTRIES))
+                                          entries=_ENTRIES, typical=_TYPICAL))
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
                        timeout=900, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    values, counts = r.stdout.split("\n")[:2]
-    assert dict(zip(_ENTRIES, counts.split())) == {
-        "scalar_sweep": "1", "array_sweep": "1", "eager_sweep": "0", "sweep": "0",
-        "elementwise_unary": "1", "elementwise_binary": "0"}
+    values, counts, values2, counts2 = r.stdout.split("\n")[:4]
+    expected = {"scalar_sweep": "1", "array_sweep": "1", "common_sweep": "0", "eager_sweep": "0",
+                "sweep": "0", "elementwise_unary": "1", "elementwise_power": "0",
+                "elementwise_binary": "0"}
+    assert dict(zip(_ENTRIES, counts.split())) == expected
+    assert dict(zip(_ENTRIES, counts2.split())) == dict(expected, common_sweep="1",
+                                                        elementwise_power="1")
     v, g = tape.value_and_grad(workloads.gmm_loss)(*workloads.gmm_inputs(d=3, k=4, n=30))
     assert [float(s) for s in values.split()] == [float(v), *map(float, g.ravel())]
+    space = {"np": np}
+    exec(_TYPICAL, space)
+    v, g = tape.value_and_grad(space["typical"])(np.linspace(-1.0, 1.0, 12))
+    assert [float(s) for s in values2.split()] == [float(v), *map(float, g.ravel())]
     lines = r.stderr.splitlines()
     assert all(ln.startswith("tapejit: compiling") for ln in lines), r.stderr
     assert any("(array_sweep; once, 15-30 seconds" in ln for ln in lines), r.stderr
+    # (the common tier's compile, announced as long as the array tier's, is not announced again)
     assert not any("eager_sweep" in ln or "(sweep;" in ln for ln in lines)
 
 
@@ -584,6 +648,7 @@ event.register("numba:compile", Count())
 x = np.linspace(0.1, 1.2, 12)
 tape.grad(lambda p: p[0] * p[1] + np.sin(p[2]))(x)                      # scalar tier
 tape.grad(lambda v: np.sum(np.exp(v) * np.log1p(v[:, None] - v[None, :])))(x)  # array tier
+tape.grad(lambda v: np.sum(np.clip(v, 0.2, 0.9) ** 2 + np.where(v > 0.5, v, 0.0)))(x)  # common
 tape.grad(lambda v: np.sum(np.maximum(v, 0.3) ** 1.5 + np.arctan2(v, 2.0)))(x)  # eager tier
 b = np.linspace(0.0, 1.0, 256).reshape(1, 16, 16)  # (a broadcast of 32768: the strided loop)
 tape.grad(lambda a: np.sum((a - b) * a))(np.linspace(0.1, 1.2, 2048).reshape(128, 1, 16))
@@ -601,7 +666,7 @@ def test_after_warmup_a_process_compiles_nothing(tmp_path):
 
     jit.warmup()  # (the session's cache: loads, unless something is missing)
     script = tmp_path / "warm.py"
-    entries = _ENTRIES[:3] + _ENTRIES[4:] + ("elementwise_arithmetic",)
+    entries = tuple(e for e in _ENTRIES if e != "sweep") + ("elementwise_arithmetic",)
     script.write_text(_AFTER_WARMUP.format(entries=entries))
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=os.path.abspath(cache_dir()))
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,

@@ -417,12 +417,13 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 # <array_body>
 
 
-# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): three
+# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): four
 # entry points, each compiled the first time a row needs it, so that a first gradient compiles
 # only the kernels its rows use: the four arithmetic ops' strided broadcasts, the unary rows, the
-# other binary rows.
+# power rows, the other binary rows.
 SIG_ELEMENTWISE_ARITHMETIC = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
 SIG_ELEMENTWISE_UNARY = SIG_ELEMENTWISE_ARITHMETIC
+SIG_ELEMENTWISE_POWER = SIG_ELEMENTWISE_ARITHMETIC
 SIG_ELEMENTWISE_BINARY = SIG_ELEMENTWISE_ARITHMETIC
 
 
@@ -445,6 +446,15 @@ def elementwise_arithmetic(code, a, b, y, n, field, IA):
 def elementwise_unary(code, a, b, y, n, field, IA):
     """``elementwise_binary`` for unary rows (b unread)."""
     _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_power(code, a, b, y, n, field, IA):
+    """``elementwise_binary`` for power rows (``x ** p``, the one binary op of the usual array
+    program whose value is not NumPy's), by ``_forward_power``: its branch of the binary
+    kernel, the same loop, without the rare binary ops' (arctan2, hypot, logaddexp, ...)."""
+    _forward_power(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
                    np.empty(0))
 
 

@@ -590,9 +590,9 @@ def _run_adjoint(s, one, GO, need, block, base, r0, b0):
 @njit(error_model="numpy", inline="always")
 def _reverse_elementwise(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
     """The reverse of one unary or binary row over n elements (the rows of a run); `binary` is
-    the binary rows' kernel: ``_reverse_binary``, or in the array tier ``_reverse_arithmetic``
-    (a function passed as an argument is a compile-time constant: a direct call, as to a
-    global)."""
+    the binary rows' kernel: ``_reverse_binary``, or ``_reverse_arithmetic`` /
+    ``_reverse_common`` (a function passed as an argument is a compile-time constant: a direct
+    call, as to a global)."""
     if _FAMILY[code & 255] == UNARY:
         _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
     else:  # (need bits as an int64, as the row loop passes them: one compiled binary kernel)
@@ -698,7 +698,7 @@ def _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy,
     whole, without n ints per broadcast operand on the tape), and the other broadcasts through
     their recorded maps. A row's own one-element operand sums its terms pairwise
     (``_reverse_pairwise_operand``). `binary` is the kernel of the lines: ``_reverse_binary``, or
-    ``_reverse_arithmetic`` in the array tier."""
+    ``_reverse_arithmetic`` / ``_reverse_common`` in the array / common tier."""
     op = code & 255
     strided = (code >> 8) & 16
     if strided and (op == ADD or op == SUBTRACT):
@@ -807,16 +807,19 @@ def _reverse_scalars(R, sv, G, need, lo, hi):
 
 
 @njit(error_model="numpy", inline="always")  # into sweep, at Numba's level: cold compile 59 -> 44 s
-def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full):
+def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binary, full, wide):
     """Accumulate adjoints through rows hi-1 down to lo (escape rows are run by the driver);
     returns the row where it stopped (lo, unless `full` is False).
     `seeded`: the forward sweep of this call ran the seeded runs' reverse (``seed_pass``).
     `part` = (k, T > 1): rows lo..hi-1 are one blocked run (``reverse_run_pass``), of which
     this is worker k's share. `binary`: the binary rows' kernel. `full` (a literal): every
-    kind of row, with ``_reverse_binary``; False for the array tier, with
-    ``_reverse_arithmetic``, which stops above the first needed row that ``_ARRAY_TIER`` does
-    not name (Numba's branch pruning drops the other families' calls from that tier: less to
-    compile)."""
+    kind of row, with ``_reverse_binary``; False for the array and common tiers, with
+    ``_reverse_arithmetic`` / ``_reverse_common``, which stop above the first needed row that
+    their table (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal): the
+    select and matmul rows too, and the common tier's table (the common tier's, and the full
+    sweep's). Numba's branch pruning drops the other families' calls from a tier: less to
+    compile; each tier reads its table as a global, so the array tier's code is the same as
+    before the common tier."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -844,13 +847,19 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
             continue
         if full:  # (if / elif, not `not full and ...`: a condition branch pruning can read)
             pass
+        elif wide:
+            if not _COMMON_TIER[op]:
+                return i + 1
         elif not _ARRAY_TIER[op]:
             return i + 1
         s, n = _reverse_run_at(R, S, IA, need, lo, i)
         if s < i:
             if full:
                 pass
-            elif _array_tier_stop(R, need, s, i) >= 0:
+            elif wide:
+                if _tier_stop(_COMMON_TIER, R, need, s, i) >= 0:
+                    return i + 1
+            elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
             _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
             i = s
@@ -877,14 +886,14 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
 
 
 @njit(error_model="numpy")
-def _array_tier_stop(R, need, lo, hi):
-    """The highest needed row of rows lo..hi-1 that the array tier does not sweep (an array row
-    of a family or op that ``_ARRAY_TIER`` does not name; any 0-d row of 0-d operands is
-    swept), or -1."""
+def _tier_stop(tier, R, need, lo, hi):
+    """The highest needed row of rows lo..hi-1 that a tier does not sweep (an array row of a
+    family or op that its table, ``_ARRAY_TIER`` or ``_COMMON_TIER``, does not name; any 0-d
+    row of 0-d operands is swept), or -1."""
     i = hi
     while i > lo:
         i -= 1
-        if need[i] != 0 and R[i, 3] >= 0 and not _ARRAY_TIER[R[i, 0] & 255]:
+        if need[i] != 0 and R[i, 3] >= 0 and not tier[R[i, 0] & 255]:
             return i
     return -1
 # <forward>
@@ -915,7 +924,7 @@ def sweep(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, rlo, rhi, part):
         _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, flo, fhi, seeded, part)
     if rhi > rlo:
         _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, rlo, rhi, seeded, part, _reverse_binary,
-                      True)
+                      True, True)
 
 
 # placeholders for the range a call leaves empty, and the part of a call on its own
@@ -952,8 +961,10 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """The scalar tier: adjoints through rows hi-1 down to the first needed row that is neither
     a 0-d row of 0-d operands nor a gather (``p[0]`` of an argument), or to lo. Returns the row
     where it stopped: rows lo..that-1 are still to sweep, by ``array_sweep`` if every needed
-    row among them is one it sweeps, else by ``eager_sweep``, which the return value then says
-    as -1 - the row (a scan of the rows left, ~1 ns a row). Each row gets what ``sweep`` gives
+    row among them is one it sweeps, else by ``common_sweep`` or ``eager_sweep``, which the
+    return value then says as -1 - the row (a scan of the rows left, ~1 ns a row; the caller
+    chooses between those two, ``jit._tiers``, so that this loop's code is the same for every
+    tape). Each row gets what ``sweep`` gives
     it (the same ``_reverse_scalars`` loop, the same gather kernel), so the bits are the same;
     a scalar loop's first gradient compiles this alone (~3 CPU-s, against ~15 for
     ``array_sweep``, ~25 for ``eager_sweep`` and ~60 for ``sweep``)."""
@@ -981,7 +992,7 @@ def scalar_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         if nd & CLEAR:
             _clear(G, GO[r], n)
         i = r
-    if i > lo and _array_tier_stop(R, need, lo, i) >= 0:
+    if i > lo and _tier_stop(_ARRAY_TIER, R, need, lo, i) >= 0:
         return -1 - i
     return i
 
@@ -997,7 +1008,8 @@ def eager_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     the literal False, which Numba's branch pruning sees through the inlined ``_reverse_rows``:
     neither ``_reverse_seeded`` nor the forward kernels of ``_forward_seeded_run`` are compiled
     into it (~25 CPU-s cold, against ~60 for ``sweep``)."""
-    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True)
+    _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE, _reverse_binary, True,
+                  True)
 
 
 SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "
@@ -1006,12 +1018,28 @@ SIG_ARRAY_SWEEP = ("int64(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def array_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
-    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the common
-    kinds ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and
-    their blocked runs; 0-d rows of any op), which covers the usual array program (W2, W3, W5)
+    """The array tier: ``eager_sweep`` for a tape whose needed array rows are all of the kinds
+    ``_ARRAY_TIER`` names (unary rows, + - * / rows, reductions, gathers, scatters, and their
+    blocked runs; 0-d rows of any op), which covers the benchmarks' array programs (W2, W3, W5)
     at about half the compile: no select, scan or matmul kernel, and a binary kernel of the four
     arithmetic ops (``_reverse_arithmetic``, their branches of ``_reverse_binary``: the same
     arithmetic, so the same bits). Stops above the first needed row of another kind and returns
     it (``eager_sweep`` goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
-                         _reverse_arithmetic, False)
+                         _reverse_arithmetic, False, False)
+
+
+SIG_COMMON_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier: ``array_sweep`` with the rows the usual scientific program adds
+    (``_COMMON_TIER``: power rows, ``x ** p``; maximum and minimum, np.clip; np.where's select;
+    matmul), at ~2.5 CPU-s more compile than the array tier and ~7 less than the eager tier: a
+    binary kernel of those seven ops (``_reverse_common``: the same arithmetic, so the same
+    bits), no scan kernel and none of the rare binary ops (arctan2, hypot, logaddexp, fmax, fmin,
+    remainder, fmod). Stops above the first needed row of another kind and returns it
+    (``eager_sweep`` goes on from there); lo when it swept them all."""
+    return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
+                         _reverse_common, False, True)
