@@ -54,37 +54,21 @@ def common_rows(R, need, lo, hi):
     return bool(np.all(_COMMON_TIER[R[lo:hi, 0][array] & 255]))
 
 
-def _scalar(*args):
-    """The scalar tier, loaded at its first call (then this name is the compiled function)."""
-    global _scalar
-    from . import _interp
+def _loaded_at_first_call(name: str, entry: str):
+    """A stand-in for the tier `entry` of ``jit._interp``: its first call loads the entry (or
+    compiles it, under its notice) and rebinds module name `name` to the compiled function, so
+    later calls go straight to Numba."""
+    def first_call(*args):
+        from . import _interp
 
-    _scalar = load(_interp, "scalar_sweep")
-    return _scalar(*args)
+        fn = globals()[name] = load(_interp, entry)
+        return fn(*args)
 
-
-def _array(*args):
-    """The array tier, loaded at its first call (then this name is the compiled function)."""
-    global _array
-    from . import _interp
-
-    _array = load(_interp, "array_sweep")
-    return _array(*args)
+    first_call.__name__ = name
+    return first_call
 
 
-def _common(*args):
-    """The common tier, loaded at its first call (then this name is the compiled function)."""
-    global _common
-    from . import _interp
-
-    _common = load(_interp, "common_sweep")
-    return _common(*args)
-
-
-def _eager(*args):
-    """The eager tier, loaded at its first call (then this name is the compiled function)."""
-    global _eager
-    from . import _interp
-
-    _eager = load(_interp, "eager_sweep")
-    return _eager(*args)
+_scalar = _loaded_at_first_call("_scalar", "scalar_sweep")
+_array = _loaded_at_first_call("_array", "array_sweep")
+_common = _loaded_at_first_call("_common", "common_sweep")
+_eager = _loaded_at_first_call("_eager", "eager_sweep")
