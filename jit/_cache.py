@@ -58,7 +58,7 @@ def njit(*args, **kwargs):
 # how long a cold compile of an entry point takes on a 2-core machine (docs/performance.md:
 # sweep 60-75 CPU-s by the machine's load, up to ~2x that in wall time; eager_sweep 25-30;
 # tangent_sweep ~17; common_sweep 17-23; array_sweep 15-20; elementwise_binary ~6-7;
-# scalar_sweep ~3;
+# scalar_sweep ~3; rare_sweep 3-5;
 # elementwise_unary and elementwise_arithmetic 2-3; elementwise_power 1.5-2), by the seconds it
 # stands for; an entry not named takes a few seconds
 COMPILE_TIME = {"sweep": (120, "1-2 minutes"), "eager_sweep": (60, "30-60 seconds"),

@@ -537,6 +537,7 @@ MIN_RUN_SIZE = 2 * BLOCK
 LINE = 32
 UNARY = 1
 BINARY = 2
+SCAN = 5
 GATHER = 6
 INPUT = 0
 
@@ -574,9 +575,10 @@ _READS = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0
 _FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1], [1, 1], [2, 2], [2, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=np.int64)
 
 
-# the array rows the array and common tiers sweep (_tier_tables)
+# the array rows the array, common and rare tiers sweep (_tier_tables)
 _ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
 _COMMON_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+_RARE_TIER = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64)
 
 
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
@@ -1743,6 +1745,251 @@ def _reverse_common(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
 
 
 @njit(error_model="numpy")
+def _reverse_rare(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """Reverse of one arctan2, hypot, logaddexp, fmax, fmin, remainder, fmod row (the rare tier's ``_reverse_binary``)."""
+    pG = _addr(G)
+    op = code & 255
+    fl = code >> 8
+    sta = 0 if fl & 1 else 1
+    stb = 0 if fl & 2 else 1
+    ma = IA[iat] if fl & 4 else -1
+    mb = IA[iat + 1] if fl & 8 else -1
+    if op == 34:  # arctan2
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_atan2_d(b, a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_atan2_d(b, a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_atan2_d(b, a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_atan2_d(-a, a, b))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_atan2_d(-a, a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_atan2_d(-a, a, b))))
+    elif op == 35:  # hypot
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (a / y)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    y = _ld(py, j)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (a / y)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (b / y)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (b / y)))
+    elif op == 36:  # logaddexp
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_logaddexp_d(a, b, y))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_logaddexp_d(a, b, y))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    y = _ld(py, j)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_logaddexp_d(a, b, y))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_logaddexp_d(b, a, y))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_logaddexp_d(b, a, y))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_logaddexp_d(b, a, y))))
+    elif op == 39:  # fmax
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
+    elif op == 40:  # fmin
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
+    elif op == 41:  # remainder
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_floor_quot(a, b))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_floor_quot(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-_floor_quot(a, b))))
+    elif op == 42:  # fmod
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_trunc_quot(a, b))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_trunc_quot(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-_trunc_quot(a, b))))
+
+
+@njit(error_model="numpy")
 def _sums_operand(nd, code):
     """A row with need bits nd and code takes the adjoint of a one-element operand, which sums
     all of the row's terms: blocked runs, which sweep rows block by block, leave such rows out."""
@@ -2675,8 +2922,13 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if s < i:
             if full:
                 pass
-            elif wide:
-                if _tier_stop(_COMMON_TIER, R, need, s, i) >= 0:
+            elif wide:  # a row the rare tier sweeps: the part of the run above it, then stop
+                j = _tier_stop(_COMMON_TIER, R, need, s, i)
+                if j >= 0:
+                    if not _any_local(need, s, i + 1):  # (row by row: the run's bits)
+                        _reverse_run(R, S, VA, GO, G, IA, FA, need, j + 1, i + 1, n, part,
+                                     binary)
+                        return j + 1
                     return i + 1
             elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
@@ -2720,6 +2972,16 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if nd & CLEAR:
             _clear(G, gy, n)
     return lo
+
+
+@njit(error_model="numpy")
+def _any_local(need, lo, hi):
+    """Whether a row of rows lo..hi-1 keeps its adjoint in its run's scratch (need bit LOCAL, a
+    compiled plan's): such a run cannot be cut, as the common and rare tiers cut one."""
+    for i in range(lo, hi):
+        if need[i] & LOCAL:
+            return True
+    return False
 
 
 @njit(error_model="numpy")
@@ -4317,3 +4579,58 @@ def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     (``eager_sweep`` goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
                          _reverse_common, False, True)
+
+
+SIG_RARE_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rare_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The rare tier: adjoints through rows hi-1 down to the first needed row that is not a
+    scan or a rare binary op's array row (``_RARE_TIER``: arctan2, hypot, logaddexp, fmax, fmin,
+    remainder, fmod), or to lo; returns the row where it stopped. The common tier sweeps the
+    rows between (``jit._tiers``): the two alternate. Each row on its own, with ``sweep``'s
+    kernels (``_reverse_scan``; ``_reverse_rare``, the rare ops' branches of
+    ``_reverse_binary``), so a few CPU-s to compile where ``eager_sweep`` costs ~25. A binary
+    row that ``_reverse_binary_lines`` would split (broadcast by strides, or summing into a
+    one-element operand) stops it too: ``tier_of`` gives such tapes to ``eager_sweep``. A row
+    of a blocked run gets the same bits on its own as in its run (the common tier sweeps the
+    part of a run above such a row, and the part below once the rare rows are done), unless
+    adjoints of the run live in scratch (need bit LOCAL, a compiled plan's): it stops there."""
+    i = hi
+    while i > lo:
+        r = i - 1
+        nd = need[r]
+        if nd == 0:
+            i = r
+            continue
+        code = R[r, 0]
+        op = code & 255
+        sa = R[r, 1]
+        sb = R[r, 2]
+        k = R[r, 3]
+        if k < 0 or not _RARE_TIER[op] or (nd | need[sa] | (need[sb] if sb >= 0 else 0)) & LOCAL:
+            break
+        n = S[k, 0]
+        scan = _FAMILY[op] == SCAN
+        if not scan and ((code >> 8) & 16 or (n > 0 and _sums_operand(nd, code))):
+            break
+        py = VA[r]
+        gy = GO[r]
+        pa = VA[sa]
+        ga = GO[sa]
+        pb = 0
+        gb = 0
+        if sb >= 0:
+            pb = VA[sb]
+            gb = GO[sb]
+        if nd & (FRESH_A | FRESH_B):
+            _fresh(G, ga, gb, nd, code, sa, sb, n)
+        if scan:
+            _reverse_scan(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        else:  # (what _reverse_binary_lines does with such a row)
+            _reverse_rare(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        if nd & CLEAR:
+            _clear(G, gy, n)
+        i = r
+    return i

@@ -3,19 +3,23 @@ compiles only what its tape needs.
 
 ``sweep`` holds both sweeps, the seeded runs and every family kernel: ~60 CPU-s to compile cold on
 a 2-core machine. An eager backward needs much less of it: a reverse with no forward range and
-no part, which never seeds. So it runs smaller entry points of ``jit._interp`` instead:
-``scalar_sweep`` (0-d rows and gathers, ~3 CPU-s cold) from the top of the range, which stops at
-the first row it does not sweep and says where, and whether the needed rows below are all the
-array tier's (``common_rows`` checks the common tier's); then on what is left, if anything is, ``array_sweep`` (the benchmarks' array rows: unary, + - * /,
-reductions, gathers, scatters, and their blocked runs, ~15 CPU-s) if they are all its,
-``common_sweep`` (those and the usual scientific program's power, maximum, minimum, select and
-matmul rows, ~17 CPU-s) if they are all its, else ``eager_sweep`` (every kind of row, without the
-seeded runs, ~25 CPU-s: scans and the rare binary ops, arctan2, hypot, ...). Each is loaded, or
-compiled under its own compile notice, the first time it is called: a scalar loop (W1) compiles
-only the first, an array program of the benchmarks' rows (W2, W3, W5) the first two, one with
-``x ** p``, np.clip, np.where or a small ``a @ b`` the first and ``common_sweep``, and no eager
-backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are the
-same.
+no part, which never seeds. So it runs smaller entry points of ``jit._interp`` instead, chosen
+by one NumPy scan of the needed rows' ops (``tier_of``, a few microseconds): ``scalar_sweep``
+(0-d rows and gathers, ~3 CPU-s cold) when those are all the tape's needed rows; else
+``array_sweep`` (the benchmarks' array rows: unary, + - * /, reductions, gathers, scatters, and
+their blocked runs, ~15 CPU-s) when every needed array row is its; else ``common_sweep`` (those
+and the usual scientific program's power, maximum, minimum, select and matmul rows, ~17 CPU-s),
+alternating with ``rare_sweep`` (scans and the rare binary ops, arctan2, hypot, ..., ~2 CPU-s)
+when the tape has such rows. Each of them sweeps the 0-d rows among its rows too (the same
+``_reverse_scalars`` loop), and each stops above a row it does not sweep and says where; when
+neither the common nor the rare tier can go on (a blocked run whose adjoints live in scratch,
+a compiled plan's need bit, never an eager tape's), ``eager_sweep`` (every kind of row, ~25
+CPU-s) takes the rest. Each is loaded, or compiled under its own compile notice, the first time
+it is called: a scalar loop (W1) compiles only the first, an array program of the benchmarks'
+rows (W2, W3, W5) only ``array_sweep``, one with ``x ** p``, np.clip, np.where or a small
+``a @ b`` only ``common_sweep``, one with a cumsum or an arctan2 too ``rare_sweep``, and no
+eager backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are
+the same.
 """
 from __future__ import annotations
 
@@ -23,35 +27,76 @@ import numpy as np
 
 from ._cache import load
 
+SCALAR, ARRAY, COMMON, RARE, EAGER = 0, 1, 2, 3, 4
+_TABLES = []  # [(per op: the lowest tier that sweeps its array rows, per op: a rare binary op,
+# the need bits the scalar tier does not sweep a gather with)], built at the first scan
+
 
 def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Adjoints through rows hi-1 down to lo, as ``reverse_sweep(..., lo, hi)`` with its default
-    part (no worker share): the scalar tier from the top, then below the row where it stopped
-    the array tier, the common tier when a row there is not the array tier's, or the eager tier
-    when one is not the common tier's either. (The array and common tiers stop above a row they
-    do not sweep, and the eager tier goes on from there: never met when the scalar tier's scan
-    chose them, and never a wrong row.)"""
-    stop = _scalar(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
-    if stop < 0:  # (-1 - the row: a row below is not the array tier's)
-        stop = -1 - stop
-        if common_rows(R, need, lo, stop):
-            stop = _common(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
-        if stop > lo:
-            _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
-    elif stop > lo:
-        stop = _array(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
-        if stop > lo:
-            _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, stop)
+    part (no worker share), in the tier ``tier_of`` chooses: the scalar tier; the array tier;
+    the common and rare tiers in turn from the top, each stopping above a row the other
+    sweeps; or the eager tier. (A tier that stops above a row no later tier sweeps hands the
+    rest on, to the eager tier at last: never met when the scan chose it, and never a wrong
+    row.)"""
+    tier = tier_of(R, need, lo, hi)
+    if tier == SCALAR:
+        stop = _scalar(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        if stop == lo:
+            return
+        hi = -1 - stop if stop < 0 else stop
+        tier = max(tier_of(R, need, lo, hi), ARRAY)
+    if tier == EAGER:
+        _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        return
+    bulk = _array if tier == ARRAY else _common
+    while hi > lo:
+        hi = bulk(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        if hi == lo:
+            return
+        stop = _rare(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        if stop == hi:  # neither goes on
+            _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+            return
+        hi = stop
 
 
-def common_rows(R, need, lo, hi):
-    """Whether every needed array row of rows lo..hi-1 is one the common tier sweeps
-    (``_COMMON_TIER``). In NumPy, a few microseconds, for the tapes the scalar tier's scan did
-    not give the array tier only: ``scalar_sweep``'s code stays that of one choice."""
-    from ._interp import _COMMON_TIER
+def tier_of(R, need, lo, hi):
+    """The tier for rows lo..hi-1: SCALAR when every needed row is a 0-d row of 0-d operands or
+    a gather with need bits 1 and CLEAR only (the scalar tier's), else ARRAY when every needed
+    array row is one the array tier sweeps (``_ARRAY_TIER``), else COMMON when every one is the
+    common tier's (``_COMMON_TIER``), else RARE (scans or rare binary ops among them: the
+    common and rare tiers in turn), or EAGER when a rare binary row among them is one the rare
+    tier leaves (broadcast by strides, or summing into a one-element operand). NumPy over the
+    rows' side-row column, then over the array rows: a few microseconds."""
+    if not _TABLES:
+        _TABLES.append(_tables())
+    ranks, rare_binary, other_bits = _TABLES[0]
+    rows = np.flatnonzero(R[lo:hi, 3] >= 0)
+    rows += lo
+    nd = need[rows]
+    ops = R[rows, 0]
+    rank = ranks[ops & 255]
+    rank[nd == 0] = SCALAR
+    top = int(rank.max(initial=SCALAR))
+    if top == SCALAR and np.any(nd & other_bits):
+        return ARRAY  # (a gather with a compiled plan's need bit)
+    if top == RARE:
+        at = rare_binary[ops & 255] & (nd != 0)
+        flags = ops[at] >> 8
+        if np.any((flags & 16) | (nd[at] & flags & 3)):
+            return EAGER
+    return top
 
-    array = (need[lo:hi] != 0) & (R[lo:hi, 3] >= 0)
-    return bool(np.all(_COMMON_TIER[R[lo:hi, 0][array] & 255]))
+
+def _tables():
+    from . import _interp
+
+    rank = np.where(_interp._ARRAY_TIER != 0, ARRAY,
+                    np.where(_interp._COMMON_TIER != 0, COMMON, RARE))
+    rank[_interp._FAMILY == _interp.GATHER] = SCALAR
+    rare_binary = (_interp._RARE_TIER != 0) & (_interp._FAMILY == _interp.BINARY)
+    return rank, rare_binary, np.uint8(255 & ~_interp._SCALAR_TIER_BITS)
 
 
 def _loaded_at_first_call(name: str, entry: str):
@@ -71,4 +116,5 @@ def _loaded_at_first_call(name: str, entry: str):
 _scalar = _loaded_at_first_call("_scalar", "scalar_sweep")
 _array = _loaded_at_first_call("_array", "array_sweep")
 _common = _loaded_at_first_call("_common", "common_sweep")
+_rare = _loaded_at_first_call("_rare", "rare_sweep")
 _eager = _loaded_at_first_call("_eager", "eager_sweep")

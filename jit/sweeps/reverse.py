@@ -856,8 +856,13 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if s < i:
             if full:
                 pass
-            elif wide:
-                if _tier_stop(_COMMON_TIER, R, need, s, i) >= 0:
+            elif wide:  # a row the rare tier sweeps: the part of the run above it, then stop
+                j = _tier_stop(_COMMON_TIER, R, need, s, i)
+                if j >= 0:
+                    if not _any_local(need, s, i + 1):  # (row by row: the run's bits)
+                        _reverse_run(R, S, VA, GO, G, IA, FA, need, j + 1, i + 1, n, part,
+                                     binary)
+                        return j + 1
                     return i + 1
             elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
@@ -883,6 +888,16 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if nd & CLEAR:
             _clear(G, gy, n)
     return lo
+
+
+@njit(error_model="numpy")
+def _any_local(need, lo, hi):
+    """Whether a row of rows lo..hi-1 keeps its adjoint in its run's scratch (need bit LOCAL, a
+    compiled plan's): such a run cannot be cut, as the common and rare tiers cut one."""
+    for i in range(lo, hi):
+        if need[i] & LOCAL:
+            return True
+    return False
 
 
 @njit(error_model="numpy")
@@ -1043,3 +1058,58 @@ def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     (``eager_sweep`` goes on from there); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
                          _reverse_common, False, True)
+
+
+SIG_RARE_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rare_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The rare tier: adjoints through rows hi-1 down to the first needed row that is not a
+    scan or a rare binary op's array row (``_RARE_TIER``: arctan2, hypot, logaddexp, fmax, fmin,
+    remainder, fmod), or to lo; returns the row where it stopped. The common tier sweeps the
+    rows between (``jit._tiers``): the two alternate. Each row on its own, with ``sweep``'s
+    kernels (``_reverse_scan``; ``_reverse_rare``, the rare ops' branches of
+    ``_reverse_binary``), so a few CPU-s to compile where ``eager_sweep`` costs ~25. A binary
+    row that ``_reverse_binary_lines`` would split (broadcast by strides, or summing into a
+    one-element operand) stops it too: ``tier_of`` gives such tapes to ``eager_sweep``. A row
+    of a blocked run gets the same bits on its own as in its run (the common tier sweeps the
+    part of a run above such a row, and the part below once the rare rows are done), unless
+    adjoints of the run live in scratch (need bit LOCAL, a compiled plan's): it stops there."""
+    i = hi
+    while i > lo:
+        r = i - 1
+        nd = need[r]
+        if nd == 0:
+            i = r
+            continue
+        code = R[r, 0]
+        op = code & 255
+        sa = R[r, 1]
+        sb = R[r, 2]
+        k = R[r, 3]
+        if k < 0 or not _RARE_TIER[op] or (nd | need[sa] | (need[sb] if sb >= 0 else 0)) & LOCAL:
+            break
+        n = S[k, 0]
+        scan = _FAMILY[op] == SCAN
+        if not scan and ((code >> 8) & 16 or (n > 0 and _sums_operand(nd, code))):
+            break
+        py = VA[r]
+        gy = GO[r]
+        pa = VA[sa]
+        ga = GO[sa]
+        pb = 0
+        gb = 0
+        if sb >= 0:
+            pb = VA[sb]
+            gb = GO[sb]
+        if nd & (FRESH_A | FRESH_B):
+            _fresh(G, ga, gb, nd, code, sa, sb, n)
+        if scan:
+            _reverse_scan(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        else:  # (what _reverse_binary_lines does with such a row)
+            _reverse_rare(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        if nd & CLEAR:
+            _clear(G, gy, n)
+        i = r
+    return i
