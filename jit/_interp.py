@@ -2883,7 +2883,8 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
     ``_reverse_arithmetic`` / ``_reverse_common``, which stop above the first needed row that
     their table (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal): the
     select and matmul rows too, and the common tier's table (the common tier's, and the full
-    sweep's). Numba's branch pruning drops the other families' calls from a tier: less to
+    sweep's); the common tier also stops above a blocked run, returning -1 - that row + 1
+    (``common_run_sweep`` sweeps it: compiled only for tapes that have one). Numba's branch pruning drops the other families' calls from a tier: less to
     compile; each tier reads its table as a global, so the array tier's code is the same as
     before the common tier."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
@@ -2922,14 +2923,8 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if s < i:
             if full:
                 pass
-            elif wide:  # a row the rare tier sweeps: the part of the run above it, then stop
-                j = _tier_stop(_COMMON_TIER, R, need, s, i)
-                if j >= 0:
-                    if not _any_local(need, s, i + 1):  # (row by row: the run's bits)
-                        _reverse_run(R, S, VA, GO, G, IA, FA, need, j + 1, i + 1, n, part,
-                                     binary)
-                        return j + 1
-                    return i + 1
+            elif wide:  # the common tier leaves blocked runs to common_run_sweep
+                return -2 - i  # (-1 - where it stopped)
             elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
             _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
@@ -4575,10 +4570,40 @@ def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     matmul), at ~2.5 CPU-s more compile than the array tier and ~7 less than the eager tier: a
     binary kernel of those seven ops (``_reverse_common``: the same arithmetic, so the same
     bits), no scan kernel and none of the rare binary ops (arctan2, hypot, logaddexp, fmax, fmin,
-    remainder, fmod). Stops above the first needed row of another kind and returns it
-    (``eager_sweep`` goes on from there); lo when it swept them all."""
+    remainder, fmod). Stops above the first needed row of another kind and returns it (the
+    rare tier, or ``eager_sweep``, goes on from there), or above a blocked run and returns -1 -
+    it (``common_run_sweep`` sweeps the run); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
                          _reverse_common, False, True)
+
+
+SIG_COMMON_RUN_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_run_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier's blocked runs: the reverse of the run of elementwise rows of >= 4096
+    elements that row hi-1 tops (rows down to lo at most), block by block with ``_reverse_run``
+    and ``_reverse_common``, as ``sweep`` sweeps it; returns its first row. Apart from
+    ``common_sweep``, which stops above such a run, so that a tape of small arrays does not
+    compile ``_reverse_run`` (~3 CPU-s). A run with rare rows (the rare tier's) is cut: the part
+    above the highest is swept, and the return value is the row above it (the rest, after the
+    rare tier, is a run again: blocked and row-by-row sweeps give the same bits). Returns hi
+    (nothing swept) for a row that tops no run or a run with a rare row and adjoints in scratch
+    (need bit LOCAL, a compiled plan's): ``eager_sweep`` takes it then."""
+    i = hi - 1
+    if i < lo or need[i] == 0 or R[i, 3] < 0 or not _COMMON_TIER[R[i, 0] & 255]:
+        return hi
+    s, n = _reverse_run_at(R, S, IA, need, lo, i)
+    if s == i:
+        return hi
+    j = _tier_stop(_COMMON_TIER, R, need, s, i)
+    if j >= 0:
+        if _any_local(need, s, hi):
+            return hi
+        s = j + 1  # (row by row from there: the run's bits)
+    _reverse_run(R, S, VA, GO, G, IA, FA, need, s, hi, n, WHOLE, _reverse_common)
+    return s
 
 
 SIG_RARE_SWEEP = SIG_ARRAY_SWEEP
@@ -4594,9 +4619,10 @@ def rare_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     ``_reverse_binary``), so a few CPU-s to compile where ``eager_sweep`` costs ~25. A binary
     row that ``_reverse_binary_lines`` would split (broadcast by strides, or summing into a
     one-element operand) stops it too: ``tier_of`` gives such tapes to ``eager_sweep``. A row
-    of a blocked run gets the same bits on its own as in its run (the common tier sweeps the
-    part of a run above such a row, and the part below once the rare rows are done), unless
-    adjoints of the run live in scratch (need bit LOCAL, a compiled plan's): it stops there."""
+    of a blocked run gets the same bits on its own as in its run (``common_run_sweep`` sweeps
+    the part of a run above such a row, and the part below once the rare rows are done),
+    unless adjoints of the run live in scratch (need bit LOCAL, a compiled plan's): it stops
+    there."""
     i = hi
     while i > lo:
         r = i - 1

@@ -8,17 +8,18 @@ by one NumPy scan of the needed rows' ops (``tier_of``, a few microseconds): ``s
 (0-d rows and gathers, ~3 CPU-s cold) when those are all the tape's needed rows; else
 ``array_sweep`` (the benchmarks' array rows: unary, + - * /, reductions, gathers, scatters, and
 their blocked runs, ~15 CPU-s) when every needed array row is its; else ``common_sweep`` (those
-and the usual scientific program's power, maximum, minimum, select and matmul rows, ~17 CPU-s),
-alternating with ``rare_sweep`` (scans and the rare binary ops, arctan2, hypot, ..., ~2 CPU-s)
-when the tape has such rows. Each of them sweeps the 0-d rows among its rows too (the same
+and the usual scientific program's power, maximum, minimum, select and matmul rows, ~15 CPU-s),
+which stops above a blocked run (rows of >= 4096 elements) for ``common_run_sweep`` (~4 CPU-s)
+and above a scan or a rare binary op's row (arctan2, hypot, ...) for ``rare_sweep`` (~3-4
+CPU-s): each compiled only for tapes that have such rows. Each of them sweeps the 0-d rows among its rows too (the same
 ``_reverse_scalars`` loop), and each stops above a row it does not sweep and says where; when
 neither the common nor the rare tier can go on (a blocked run whose adjoints live in scratch,
 a compiled plan's need bit, never an eager tape's), ``eager_sweep`` (every kind of row, ~25
 CPU-s) takes the rest. Each is loaded, or compiled under its own compile notice, the first time
 it is called: a scalar loop (W1) compiles only the first, an array program of the benchmarks'
 rows (W2, W3, W5) only ``array_sweep``, one with ``x ** p``, np.clip, np.where or a small
-``a @ b`` only ``common_sweep``, one with a cumsum or an arctan2 too ``rare_sweep``, and no
-eager backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are
+``a @ b`` only ``common_sweep`` (and ``common_run_sweep`` with large arrays), one with a cumsum
+or an arctan2 also ``rare_sweep``, and no eager backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are
 the same.
 """
 from __future__ import annotations
@@ -35,8 +36,8 @@ _TABLES = []  # [(per op: the lowest tier that sweeps its array rows, per op: a 
 def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Adjoints through rows hi-1 down to lo, as ``reverse_sweep(..., lo, hi)`` with its default
     part (no worker share), in the tier ``tier_of`` chooses: the scalar tier; the array tier;
-    the common and rare tiers in turn from the top, each stopping above a row the other
-    sweeps; or the eager tier. (A tier that stops above a row no later tier sweeps hands the
+    the common tier, and from the top down whichever sweeps the rows where the last stopped:
+    the rare tier or the common tier's blocked runs (``common_run_sweep``); or the eager tier. (A tier that stops above a row no later tier sweeps hands the
     rest on, to the eager tier at last: never met when the scan chose it, and never a wrong
     row.)"""
     tier = tier_of(R, need, lo, hi)
@@ -51,11 +52,16 @@ def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         return
     bulk = _array if tier == ARRAY else _common
     while hi > lo:
-        hi = bulk(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
-        if hi == lo:
+        stop = bulk(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        if stop == lo:
             return
-        stop = _rare(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
-        if stop == hi:  # neither goes on
+        if stop < 0:  # (the common tier, above a blocked run)
+            hi = -1 - stop
+            stop = _common_run(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        else:
+            hi = stop
+            stop = _rare(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        if stop == hi:  # no tier goes on
             _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
             return
         hi = stop
@@ -116,5 +122,6 @@ def _loaded_at_first_call(name: str, entry: str):
 _scalar = _loaded_at_first_call("_scalar", "scalar_sweep")
 _array = _loaded_at_first_call("_array", "array_sweep")
 _common = _loaded_at_first_call("_common", "common_sweep")
+_common_run = _loaded_at_first_call("_common_run", "common_run_sweep")
 _rare = _loaded_at_first_call("_rare", "rare_sweep")
 _eager = _loaded_at_first_call("_eager", "eager_sweep")

@@ -83,13 +83,13 @@ def tiered_and_full(monkeypatch, run):
 @pytest.fixture
 def tiers(monkeypatch):
     """Records each tier call: ("scalar", lo, hi, what it returned), ("array", lo, hi, where it
-    stopped), ("common", lo, hi, where it stopped), ("rare", lo, hi, where it stopped) and
-    ("eager", lo, hi)."""
+    stopped), ("common", lo, hi, what it returned), ("run", lo, hi, where it stopped), ("rare",
+    lo, hi, where it stopped) and ("eager", lo, hi)."""
     from jit import _interp, _tiers
 
     scalar, eager = load(_interp, "scalar_sweep"), load(_interp, "eager_sweep")
     array, common = load(_interp, "array_sweep"), load(_interp, "common_sweep")
-    rare = load(_interp, "rare_sweep")
+    rare, run = load(_interp, "rare_sweep"), load(_interp, "common_run_sweep")
     calls = []
 
     def spy_scalar(*a):
@@ -107,6 +107,11 @@ def tiers(monkeypatch):
         calls.append(("common", a[-2], a[-1], stop))
         return stop
 
+    def spy_run(*a):
+        stop = run(*a)
+        calls.append(("run", a[-2], a[-1], stop))
+        return stop
+
     def spy_rare(*a):
         stop = rare(*a)
         calls.append(("rare", a[-2], a[-1], stop))
@@ -120,6 +125,7 @@ def tiers(monkeypatch):
     monkeypatch.setattr(_tiers, "_array", spy_array)
     monkeypatch.setattr(_tiers, "_common", spy_common)
     monkeypatch.setattr(_tiers, "_rare", spy_rare)
+    monkeypatch.setattr(_tiers, "_common_run", spy_run)
     monkeypatch.setattr(_tiers, "_eager", spy_eager)
     return calls
 
@@ -416,9 +422,10 @@ def test_a_rare_row_the_rare_tier_leaves_goes_to_the_eager_tier_alone(tiers, f):
 
 
 def test_a_rare_row_inside_a_blocked_run(tiers):
-    """A blocked run (>= 4096 elements) with rare rows in it: the common tier sweeps the part of
-    the run above the highest, the rare tier the rare rows, the common tier the rest of the
-    run block by block: the run's bits, no eager tier."""
+    """A blocked run (>= 4096 elements) with rare rows in it: the common tier's runs
+    (``common_run_sweep``) sweep the part of the run above the highest, the rare tier the rare
+    rows, the common tier's runs the rest of the run block by block: the run's bits, no eager
+    tier."""
     def f(x):
         h = np.tanh(x) * x
         h = np.arctan2(h, 1.0 + x * x) * 0.5 + x
@@ -431,6 +438,25 @@ def test_a_rare_row_inside_a_blocked_run(tiers):
     tape.grad(f)(x)
     names = [c[0] for c in tiers]
     assert names.count("rare") == 3 and "eager" not in names, tiers
+    assert names.count("run") >= 3 and all(c[3] < c[2] for c in tiers if c[0] == "run"), tiers
+
+
+def test_the_common_tier_leaves_blocked_runs_to_its_run_entry(tiers):
+    """A typical program on large arrays: the common tier stops above each blocked run (-1 -
+    the row above it), which ``common_run_sweep`` sweeps whole; the full sweep's bits."""
+    def f(x):
+        h = np.clip(x, -0.5, 0.8) ** 2 + np.where(x > 0.3, x, 0.5 * x)
+        return np.sum(np.tanh(h) * x) + np.max(x) * np.sum(np.maximum(x, 0.1) ** 1.5)
+
+    x = np.linspace(-1.0, 1.0, 5000)
+    assert_tiers_give_full_bits(f, x)
+    tiers.clear()
+    tape.grad(f)(x)
+    names = [c[0] for c in tiers]
+    assert "run" in names and set(names) == {"common", "run"}, tiers
+    for (name, _, _, stop), nxt in zip(tiers, tiers[1:]):
+        assert (name == "common" and stop < 0) == (nxt[0] == "run")
+        assert nxt[2] == (-1 - stop if stop < 0 else stop)
 
 
 def test_an_unneeded_rare_row_keeps_the_common_tier(tiers):
@@ -469,7 +495,7 @@ def test_no_eager_backward_calls_sweep(monkeypatch):
 # -- a tier refuses what it does not sweep --------------------------------------------------------
 
 _ENTRY_OF = {"_scalar": "scalar_sweep", "_array": "array_sweep", "_common": "common_sweep",
-             "_rare": "rare_sweep", "_eager": "eager_sweep"}
+             "_common_run": "common_run_sweep", "_rare": "rare_sweep", "_eager": "eager_sweep"}
 
 
 def _probe_tier(monkeypatch, f, args, probe, stand_in):
@@ -706,8 +732,9 @@ _RARE = """
 def rare(x):
     return np.sum(np.cumsum(x ** 2) * x) + np.sum(np.arctan2(x, 1.5 + x))
 """
-_ENTRIES = ("scalar_sweep", "array_sweep", "common_sweep", "rare_sweep", "eager_sweep", "sweep",
-            "elementwise_unary", "elementwise_power", "elementwise_binary")
+_ENTRIES = ("scalar_sweep", "array_sweep", "common_sweep", "common_run_sweep", "rare_sweep",
+            "eager_sweep", "sweep", "elementwise_unary", "elementwise_power",
+            "elementwise_binary")
 
 
 @pytest.mark.skipif(NO_JIT, reason="nothing is compiled")
@@ -726,9 +753,9 @@ def test_an_array_programs_first_gradient_compiles_what_its_rows_need(tmp_path):
                        timeout=900, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     values, counts, values2, counts2, values3, counts3 = r.stdout.split("\n")[:6]
-    expected = {"scalar_sweep": "0", "array_sweep": "1", "common_sweep": "0", "rare_sweep": "0",
-                "eager_sweep": "0", "sweep": "0", "elementwise_unary": "1",
-                "elementwise_power": "0", "elementwise_binary": "0"}
+    expected = {"scalar_sweep": "0", "array_sweep": "1", "common_sweep": "0",
+                "common_run_sweep": "0", "rare_sweep": "0", "eager_sweep": "0", "sweep": "0",
+                "elementwise_unary": "1", "elementwise_power": "0", "elementwise_binary": "0"}
     assert dict(zip(_ENTRIES, counts.split())) == expected
     expected.update(common_sweep="1", elementwise_power="1")
     assert dict(zip(_ENTRIES, counts2.split())) == expected
@@ -771,6 +798,7 @@ tape.grad(lambda v: np.sum(np.exp(v) * np.log1p(v[:, None] - v[None, :])))(x)  #
 tape.grad(lambda v: np.sum(np.clip(v, 0.2, 0.9) ** 2 + np.where(v > 0.5, v, 0.0)))(x)  # common
 tape.grad(lambda v: np.sum(np.maximum(v, 0.3) ** 1.5 + np.arctan2(v, 2.0)))(x)  # rare tier
 tape.grad(lambda v: np.sum(np.hypot(v, v[0]) + np.cumsum(v)))(x)  # eager tier
+tape.grad(lambda v: np.sum(np.clip(v, 0.2, 0.9) ** 2 * v))(np.linspace(0.1, 1.2, 5000))  # runs
 b = np.linspace(0.0, 1.0, 256).reshape(1, 16, 16)  # (a broadcast of 32768: the strided loop)
 tape.grad(lambda a: np.sum((a - b) * a))(np.linspace(0.1, 1.2, 2048).reshape(128, 1, 16))
 from jit import _interp
