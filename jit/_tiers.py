@@ -28,9 +28,11 @@ import numpy as np
 
 from ._cache import load
 
-SCALAR, ARRAY, COMMON, RARE, EAGER = 0, 1, 2, 3, 4
-_TABLES = []  # [(per op: the lowest tier that sweeps its array rows, per op: a rare binary op,
-# the need bits the scalar tier does not sweep a gather with)], built at the first scan
+SCALAR, ARRAY, COMMON, RARE, EAGER = 0, 1, 2, 3, 5
+_RARE_ONE = 4  # (a rare binary row with a one-element operand: EAGER if that operand's adjoint
+# is needed, which sums its terms pairwise, else RARE)
+_TABLES = []  # [(per row code: its tier, as above; the need bits the scalar tier does not
+# sweep a gather with)], built at the first scan
 
 
 def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
@@ -74,35 +76,42 @@ def tier_of(R, need, lo, hi):
     common tier's (``_COMMON_TIER``), else RARE (scans or rare binary ops among them: the
     common and rare tiers in turn), or EAGER when a rare binary row among them is one the rare
     tier leaves (broadcast by strides, or summing into a one-element operand). NumPy over the
-    rows' side-row column, then over the array rows: a few microseconds."""
+    rows' side-row column, then a table lookup of the array rows' codes: ~10 us, plus ~1 ns a
+    row."""
     if not _TABLES:
         _TABLES.append(_tables())
-    ranks, rare_binary, other_bits = _TABLES[0]
+    by_code, other_bits = _TABLES[0]
     rows = np.flatnonzero(R[lo:hi, 3] >= 0)
     rows += lo
     nd = need[rows]
-    ops = R[rows, 0]
-    rank = ranks[ops & 255]
-    rank[nd == 0] = SCALAR
-    top = int(rank.max(initial=SCALAR))
+    codes = R[rows, 0]
+    codes[nd == 0] = 0  # (an unneeded row counts as none: code 0, an input row's)
+    tier = by_code[codes & 8191]
+    top = int(tier.max(initial=SCALAR))
     if top == SCALAR and np.any(nd & other_bits):
         return ARRAY  # (a gather with a compiled plan's need bit)
-    if top == RARE:
-        at = rare_binary[ops & 255] & (nd != 0)
-        flags = ops[at] >> 8
-        if np.any((flags & 16) | (nd[at] & flags & 3)):
-            return EAGER
+    if top == _RARE_ONE:
+        one = tier == _RARE_ONE
+        sums = nd[one] & (codes[one] >> 8).astype(np.uint8) & 3
+        return EAGER if np.any(sums) else RARE
     return top
 
 
 def _tables():
     from . import _interp
 
-    rank = np.where(_interp._ARRAY_TIER != 0, ARRAY,
-                    np.where(_interp._COMMON_TIER != 0, COMMON, RARE))
-    rank[_interp._FAMILY == _interp.GATHER] = SCALAR
-    rare_binary = (_interp._RARE_TIER != 0) & (_interp._FAMILY == _interp.BINARY)
-    return rank, rare_binary, np.uint8(255 & ~_interp._SCALAR_TIER_BITS)
+    op_tier = np.where(_interp._ARRAY_TIER != 0, ARRAY,
+                       np.where(_interp._COMMON_TIER != 0, COMMON, RARE))
+    op_tier[_interp._FAMILY == _interp.GATHER] = SCALAR
+    op_tier[_interp._FAMILY == _interp.INPUT] = SCALAR  # (no operands: never needed)
+    codes = np.arange(8192)  # (op | flags << 8: five flag bits)
+    op = codes & 255
+    by_code = np.where(op < len(op_tier), op_tier[np.minimum(op, len(op_tier) - 1)], EAGER)
+    rare_binary = (by_code == RARE) & (_interp._FAMILY[np.minimum(op, len(op_tier) - 1)]
+                                       == _interp.BINARY)
+    by_code[rare_binary & ((codes >> 8) & 3 != 0)] = _RARE_ONE
+    by_code[rare_binary & ((codes >> 8) & 16 != 0)] = EAGER
+    return by_code.astype(np.int8), np.uint8(255 & ~_interp._SCALAR_TIER_BITS)
 
 
 def _loaded_at_first_call(name: str, entry: str):
