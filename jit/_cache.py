@@ -55,38 +55,53 @@ def njit(*args, **kwargs):
     return apply
 
 
-# how long a cold compile of an entry point takes on a 2-core machine (docs/performance.md:
-# sweep 60-75 CPU-s by the machine's load, up to ~2x that in wall time; eager_sweep 25-30;
-# tangent_sweep ~17; common_sweep 17-23; array_sweep 15-20; elementwise_binary ~6-7;
-# scalar_sweep ~3; rare_sweep 3-5;
-# elementwise_unary and elementwise_arithmetic 2-3; elementwise_power 1.5-2), by the seconds it
-# stands for; an entry not named takes a few seconds
-COMPILE_TIME = {"sweep": (120, "1-2 minutes"), "eager_sweep": (60, "30-60 seconds"),
-                "tangent_sweep": (30, "15-30 seconds"), "array_sweep": (30, "15-30 seconds"),
-                "common_sweep": (30, "15-30 seconds"),
-                "elementwise_binary": (10, "5-10 seconds"),
-                "special_value": (10, "5-10 seconds"), "special_partial": (10, "5-10 seconds"),
-                "line_sums": (5, "a few seconds")}
-FEW_SECONDS = (5, "a few seconds")
-_announced = {}  # module -> the longest compile time this process has announced for it
+# The work a compile is for, as the user sees it, with how long a cold compile of all it needs
+# takes on a 2-core machine (docs/performance.md) and the entry points it loads. The notice is one
+# line per kind of work and process: a first eager gradient loads a few forward entries, its
+# passes and one reverse tier, and says so once, not once for each.
+WORK = (
+    ("the eager gradient's", "5-30 seconds",
+     ("scalar_sweep", "array_sweep", "common_sweep", "common_run_sweep", "rare_sweep",
+      "eager_sweep", "need_pass", "data_pointers", "build_tape", "arena_offsets",
+      "whole_prepare", "whole_arena", "whole_outputs", "mark_swept", "unread_values",
+      "line_sums")),
+    ("compiled replay's", "1-2 minutes",
+     ("sweep", "local_pass", "seed_pass", "run_pass", "reverse_run_pass", "spin_wait", "serve",
+      "gemm_batch")),
+    ("forward mode's", "15-30 seconds", ("tangent_sweep",)),
+    ("scipy.special's", "5-10 seconds", ("special_value", "special_partial", "incgamma",
+                                          "incbeta")),
+)
+EAGER = WORK[0]
+_WORK_OF = {name: (what, took) for what, took, names in WORK for name in names}
+_announced = set()  # the kinds of work (WORK's first column) this process has announced
 _lock = threading.Lock()
 
 
+def work_of(name: str):
+    """(whose kernels, how long) for a compile of entry point `name`: the eager recorder's
+    forward entries (``elementwise_*``) are the eager gradient's; an entry outside ``WORK`` is
+    its own work of a few seconds."""
+    if name.startswith("elementwise"):
+        return EAGER[:2]
+    return _WORK_OF.get(name, (f"{name}'s", "a few seconds"))
+
+
 @contextmanager
-def compile_notice(what: str, module: str = ""):
+def compile_notice(what: str):
     """Print one line to stderr if the body (a load from the cache, or a compile of entry point
-    `what`) is still running after NOTICE_AFTER seconds: that is a compile. Once a process for
-    each module, unless a later compile in it takes longer than the one announced (a few seconds
-    for a small entry, then the sweep's minute, is not silent)."""
+    `what`) is still running after NOTICE_AFTER seconds: that is a compile. Once a
+    process for each kind of work (``WORK``): the eager gradient's forward entries, passes and
+    tier say it once between them, a later compiled replay's sweep once more."""
     def tell():
-        seconds, took = COMPILE_TIME.get(what, FEW_SECONDS)
+        whose, took = work_of(what)
         with _lock:
-            if _announced.get(module, 0) >= seconds:
+            if whose in _announced:
                 return
-            _announced[module] = seconds
-        print(f"tapejit: compiling Numba kernels for this machine ({what}; once, {took} on 2 "
-              f"cores; cached in {cache_dir()}). `python -m jit.warmup` does this ahead of "
-              f"time.", file=sys.stderr, flush=True)
+            _announced.add(whose)
+        print(f"tapejit: compiling {whose} Numba kernels for this machine, once ({took} on 2 "
+              f"cores; cached in {cache_dir()}). `python -m jit.warmup` compiles them all ahead "
+              f"of time.", file=sys.stderr, flush=True)
 
     timer = threading.Timer(NOTICE_AFTER, tell)
     timer.daemon = True
@@ -110,7 +125,7 @@ def load(module, name: str, notice: bool = True):
         from ._blas_check import defer
 
         defer()  # (Numba's compile refreshes its registries first; jit/_blas_check.py)
-        with compile_notice(name, module.__name__) if notice else nullcontext():
+        with compile_notice(name) if notice else nullcontext():
             fn.compile(args)
     install(fn)
     return fn

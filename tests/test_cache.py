@@ -66,36 +66,53 @@ def test_numba_cache_dir_wins(tmp_path):
 
 def test_a_slow_first_load_prints_one_line(monkeypatch, capsys):
     monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
-    monkeypatch.setattr(_cache, "_announced", {})
-    with _cache.compile_notice("sweep", "jit._interp"):
+    monkeypatch.setattr(_cache, "_announced", set())
+    with _cache.compile_notice("sweep"):
         time.sleep(0.3)
-    with _cache.compile_notice("run_pass", "jit._interp"):  # the same module: said already
+    with _cache.compile_notice("run_pass"):  # the same work, a compiled replay: said already
         time.sleep(0.3)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "compiling" in err and "python -m jit.warmup" in err
-    assert "(sweep; once, 1-2 minutes" in err
-    with _cache.compile_notice("special_value", "jit._special_sweep"):
-        time.sleep(0.3)
-    assert "5-10 seconds" in capsys.readouterr().err
-
-
-def test_a_longer_compile_after_a_short_one_is_announced(monkeypatch, capsys):
-    monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
-    monkeypatch.setattr(_cache, "_announced", {})
-    with _cache.compile_notice("seed_pass", "jit._interp"):
-        time.sleep(0.3)
-    assert "(seed_pass; once, a few seconds" in capsys.readouterr().err
-    with _cache.compile_notice("sweep", "jit._interp"):  # not silent for a minute
-        time.sleep(0.3)
-    with _cache.compile_notice("local_pass", "jit._interp"):  # shorter than the sweep: said
+    assert "compiling compiled replay's Numba kernels" in err and "(1-2 minutes" in err
+    with _cache.compile_notice("special_value"):  # other work: said
         time.sleep(0.3)
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "(sweep; once, 1-2 minutes" in err
+    assert err.count("\n") == 1 and "scipy.special's" in err and "(5-10 seconds" in err
+
+
+def test_a_first_eager_gradient_says_one_line_and_a_replay_one_more(monkeypatch, capsys):
+    """The eager gradient's forward entries, passes and tiers are one kind of work, one line,
+    with the estimate for all of them; a compiled replay's sweep after it speaks again."""
+    monkeypatch.setattr(_cache, "NOTICE_AFTER", 0.05)
+    monkeypatch.setattr(_cache, "_announced", set())
+    for name in ("elementwise_unary", "whole_prepare", "scalar_sweep", "array_sweep",
+                 "elementwise_power", "common_sweep", "eager_sweep", "need_pass"):
+        with _cache.compile_notice(name):
+            time.sleep(0.2)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [lines[0]] and "compiling the eager gradient's Numba kernels" in lines[0]
+    assert f"({_cache.EAGER[1]} on 2 cores" in lines[0]
+    for name in ("sweep", "local_pass", "elementwise_binary"):
+        with _cache.compile_notice(name):
+            time.sleep(0.2)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "compiled replay's" in lines[0]
+
+
+def test_every_entry_point_belongs_to_one_kind_of_work():
+    """Each entry point ``python -m jit.warmup`` loads is named by the notice's table (or is
+    an eager forward entry), so none is announced as work of its own."""
+    import jit
+
+    names = [n for _, n in jit.WARMUP] + list(jit.INCOMPLETE)
+    for name in names:
+        assert name.startswith("elementwise") or name in _cache._WORK_OF, name
+    assert len(_cache._WORK_OF) == sum(len(w[2]) for w in _cache.WORK)  # (no name twice)
 
 
 def test_a_fast_load_is_silent(monkeypatch, capsys):
-    monkeypatch.setattr(_cache, "_announced", {})
-    with _cache.compile_notice("sweep", "jit._interp"):
+    monkeypatch.setattr(_cache, "_announced", set())
+    with _cache.compile_notice("sweep"):
         pass
     time.sleep(0.05)
     assert capsys.readouterr().err == ""
