@@ -4,23 +4,23 @@ compiles only what its tape needs.
 ``sweep`` holds both sweeps, the seeded runs and every family kernel: ~60 CPU-s to compile cold on
 a 2-core machine. An eager backward needs much less of it: a reverse with no forward range and
 no part, which never seeds. So it runs smaller entry points of ``jit._interp`` instead, chosen
-by one NumPy scan of the needed rows' ops (``tier_of``, a few microseconds): ``scalar_sweep``
+by one NumPy scan of the needed rows (``tier_of``, ~10 us, plus ~1 ns a row): ``scalar_sweep``
 (0-d rows and gathers, ~3 CPU-s cold) when those are all the tape's needed rows; else
 ``array_sweep`` (the benchmarks' array rows: unary, + - * /, reductions, gathers, scatters, and
 their blocked runs, ~15 CPU-s) when every needed array row is its; else ``common_sweep`` (those
-and the usual scientific program's power, maximum, minimum, select and matmul rows, ~15 CPU-s),
-which stops above a blocked run (rows of >= 4096 elements) for ``common_run_sweep`` (~4 CPU-s)
-and above a scan or a rare binary op's row (arctan2, hypot, ...) for ``rare_sweep`` (~3-4
-CPU-s): each compiled only for tapes that have such rows. Each of them sweeps the 0-d rows among its rows too (the same
-``_reverse_scalars`` loop), and each stops above a row it does not sweep and says where; when
-neither the common nor the rare tier can go on (a blocked run whose adjoints live in scratch,
-a compiled plan's need bit, never an eager tape's), ``eager_sweep`` (every kind of row, ~25
-CPU-s) takes the rest. Each is loaded, or compiled under its own compile notice, the first time
-it is called: a scalar loop (W1) compiles only the first, an array program of the benchmarks'
-rows (W2, W3, W5) only ``array_sweep``, one with ``x ** p``, np.clip, np.where or a small
-``a @ b`` only ``common_sweep`` (and ``common_run_sweep`` with large arrays), one with a cumsum
-or an arctan2 also ``rare_sweep``, and no eager backward compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are
-the same.
+and the usual scientific program's power, maximum, minimum, select and matmul rows, ~17 CPU-s),
+which stops above a blocked run (elementwise rows of >= 4096 elements) for
+``common_run_sweep`` (~3.6 CPU-s) and above a scan or a rare binary op's row (arctan2, hypot,
+...) for ``rare_sweep`` (~3.9 CPU-s), each compiled only for a tape that has such rows. Each of
+them sweeps the 0-d rows among its rows too (the same ``_reverse_scalars`` loop) and stops
+above a row it does not sweep, saying where; ``eager_sweep`` (every kind of row, ~22-25 CPU-s)
+takes a tape with a rare binary row the rare tier leaves (broadcast by strides, or summing
+into a one-element operand), and the rest of a range no other tier can go on with. Each is
+loaded, or compiled under its own compile notice, the first time it is called: a scalar loop
+(W1) compiles only the first, an array program of the benchmarks' rows (W2, W3, W5) only
+``array_sweep``, one with ``x ** p``, np.clip, np.where or a small ``a @ b`` only
+``common_sweep``, one with a cumsum or an arctan2 ``rare_sweep`` too, and no eager backward
+compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are the same.
 """
 from __future__ import annotations
 
