@@ -47,7 +47,8 @@ class Need(enum.IntFlag):
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
                 "reverse_run_pass", "scalar_sweep", "array_sweep", "common_sweep",
-                "common_run_sweep", "rare_sweep", "eager_sweep", "sweep",
+                "common_run_sweep", "common_lines_sweep",
+                "rare_sweep", "eager_sweep", "sweep",
                 "elementwise_arithmetic", "elementwise_unary", "elementwise_power",
                 "elementwise_binary")
 # the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)

@@ -217,12 +217,21 @@ def _tier_tables() -> str:
 
 def _reverse_dispatch(fam, call):
     """A reverse row's call to its family's kernel in ``_reverse_rows``: binary rows with the
-    kernel the tier passes; the families the array tier does not sweep only when `wide`, those
-    the common tier does not either only when `full` (literals: pruned from the tiers, which
-    stop above such rows)."""
-    if fam == "binary":
-        call = call.replace("_reverse_binary_lines(", "_reverse_binary_lines(binary, ")
-    if fam in ARRAY_TIER_FAMILIES or fam == "binary":
+    kernel the tier passes, through ``_reverse_binary_lines`` but in the common tier, which
+    stops above a row that it would split into lines or whose one-element operand's adjoint it
+    would sum pairwise (``common_lines_sweep`` sweeps it) and calls the kernel on the others,
+    as ``_reverse_binary_lines`` does; the families the array tier does not sweep only when
+    `wide`, those the common tier does not either only when `full` (literals: pruned from the
+    tiers, which stop above such rows)."""
+    if fam == "binary":  # (the common tier leaves rows split into lines to common_lines_sweep)
+        lines = call.replace("_reverse_binary_lines(", "_reverse_binary_lines(binary, ")
+        return ["if full:", "    " + lines,
+                "elif wide:",
+                "    if (code >> 8) & 16 or (n > 0 and _sums_operand(nd, code)):",
+                "        return i + 1",
+                "    " + call.replace("_reverse_binary_lines(", "binary("),
+                "else:", "    " + lines]
+    if fam in ARRAY_TIER_FAMILIES:
         return [call]
     return ["if wide:" if fam in COMMON_TIER_FAMILIES else "if full:", "    " + call]
 

@@ -2948,7 +2948,14 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if fam == 1:  # unary
             _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 2:  # binary
-            _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            if full:
+                _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            elif wide:
+                if (code >> 8) & 16 or (n > 0 and _sums_operand(nd, code)):
+                    return i + 1
+                binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            else:
+                _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
             if wide:
                 _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
@@ -4571,8 +4578,9 @@ def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     binary kernel of those seven ops (``_reverse_common``: the same arithmetic, so the same
     bits), no scan kernel and none of the rare binary ops (arctan2, hypot, logaddexp, fmax, fmin,
     remainder, fmod). Stops above the first needed row of another kind and returns it (the
-    rare tier, or ``eager_sweep``, goes on from there), or above a blocked run and returns -1 -
-    it (``common_run_sweep`` sweeps the run); lo when it swept them all."""
+    rare tier, ``common_lines_sweep`` for a binary row it would split into lines, or
+    ``eager_sweep``, goes on from there), or above a blocked run and returns -1 - it
+    (``common_run_sweep`` sweeps the run); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
                          _reverse_common, False, True)
 
@@ -4604,6 +4612,46 @@ def common_run_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         s = j + 1  # (row by row from there: the run's bits)
     _reverse_run(R, S, VA, GO, G, IA, FA, need, s, hi, n, WHOLE, _reverse_common)
     return s
+
+
+SIG_COMMON_LINES_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_lines_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier's split binary rows: the reverse of row hi-1 when it is a binary row of
+    the common tier's ops broadcast by strides or summing into a one-element operand, which
+    ``common_sweep`` stops above, by ``_reverse_binary_lines`` with ``_reverse_common``, as
+    ``sweep`` sweeps it; returns hi-1. Apart, so that a tape without such rows does not compile
+    the line and pairwise code (~3 CPU-s). Returns hi (nothing swept) for any other row."""
+    i = hi - 1
+    if i < lo:
+        return hi
+    nd = need[i]
+    code = R[i, 0]
+    op = code & 255
+    k = R[i, 3]
+    if nd == 0 or k < 0 or _FAMILY[op] != BINARY or not _COMMON_TIER[op]:
+        return hi
+    sa = R[i, 1]
+    sb = R[i, 2]
+    n = S[k, 0]
+    py = VA[i]
+    gy = GO[i]
+    pa = VA[sa]
+    ga = GO[sa]
+    pb = 0
+    gb = 0
+    if sb >= 0:
+        pb = VA[sb]
+        gb = GO[sb]
+    if nd & (FRESH_A | FRESH_B):
+        _fresh(G, ga, gb, nd, code, sa, sb, n)
+    _reverse_binary_lines(_reverse_common, code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py,
+                          gy, G, IA, FA)
+    if nd & CLEAR:
+        _clear(G, gy, n)
+    return i
 
 
 SIG_RARE_SWEEP = SIG_ARRAY_SWEEP

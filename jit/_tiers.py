@@ -10,8 +10,10 @@ by one NumPy scan of the needed rows (``tier_of``, ~10 us, plus ~1 ns a row): ``
 their blocked runs, ~15 CPU-s) when every needed array row is its; else ``common_sweep`` (those
 and the usual scientific program's power, maximum, minimum, select and matmul rows, ~17 CPU-s),
 which stops above a blocked run (elementwise rows of >= 4096 elements) for
-``common_run_sweep`` (~3.6 CPU-s) and above a scan or a rare binary op's row (arctan2, hypot,
-...) for ``rare_sweep`` (~3.9 CPU-s), each compiled only for a tape that has such rows. Each of
+``common_run_sweep`` (~3.6 CPU-s), above a binary row broadcast by strides or summing into a
+one-element operand for ``common_lines_sweep`` (~3 CPU-s), and above a scan or a rare binary
+op's row (arctan2, hypot, ...) for ``rare_sweep`` (~3.9 CPU-s), each compiled only for a tape
+that has such rows. Each of
 them sweeps the 0-d rows among its rows too (the same ``_reverse_scalars`` loop) and stops
 above a row it does not sweep, saying where; ``eager_sweep`` (every kind of row, ~22-25 CPU-s)
 takes a tape with a rare binary row the rare tier leaves (broadcast by strides, or summing
@@ -32,14 +34,16 @@ SCALAR, ARRAY, COMMON, RARE, EAGER = 0, 1, 2, 3, 5
 _RARE_ONE = 4  # (a rare binary row with a one-element operand: EAGER if that operand's adjoint
 # is needed, which sums its terms pairwise, else RARE)
 _TABLES = []  # [(per row code: its tier, as above; the need bits the scalar tier does not
-# sweep a gather with)], built at the first scan
+# sweep a gather with; per op: whether the rare tier sweeps its array rows)], built at the first
+# scan
 
 
 def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Adjoints through rows hi-1 down to lo, as ``reverse_sweep(..., lo, hi)`` with its default
     part (no worker share), in the tier ``tier_of`` chooses: the scalar tier; the array tier;
     the common tier, and from the top down whichever sweeps the rows where the last stopped:
-    the rare tier or the common tier's blocked runs (``common_run_sweep``); or the eager tier. (A tier that stops above a row no later tier sweeps hands the
+    the rare tier, the common tier's blocked runs (``common_run_sweep``) or its binary rows split
+    into lines (``common_lines_sweep``); or the eager tier. (A tier that stops above a row no later tier sweeps hands the
     rest on, to the eager tier at last: never met when the scan chose it, and never a wrong
     row.)"""
     tier = tier_of(R, need, lo, hi)
@@ -60,9 +64,12 @@ def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
         if stop < 0:  # (the common tier, above a blocked run)
             hi = -1 - stop
             stop = _common_run(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
-        else:
+        elif _TABLES[0][2][R[stop - 1, 0] & 255]:  # (above a rare row)
             hi = stop
             stop = _rare(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
+        else:  # (above a binary row split into lines, or a row of no later tier)
+            hi = stop
+            stop = _common_lines(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
         if stop == hi:  # no tier goes on
             _eager(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
             return
@@ -80,7 +87,7 @@ def tier_of(R, need, lo, hi):
     row."""
     if not _TABLES:
         _TABLES.append(_tables())
-    by_code, other_bits = _TABLES[0]
+    by_code, other_bits, _ = _TABLES[0]
     rows = np.flatnonzero(R[lo:hi, 3] >= 0)
     rows += lo
     nd = need[rows]
@@ -111,7 +118,8 @@ def _tables():
                                        == _interp.BINARY)
     by_code[rare_binary & ((codes >> 8) & 3 != 0)] = _RARE_ONE
     by_code[rare_binary & ((codes >> 8) & 16 != 0)] = EAGER
-    return by_code.astype(np.int8), np.uint8(255 & ~_interp._SCALAR_TIER_BITS)
+    return (by_code.astype(np.int8), np.uint8(255 & ~_interp._SCALAR_TIER_BITS),
+            _interp._RARE_TIER != 0)
 
 
 def _loaded_at_first_call(name: str, entry: str):
@@ -132,5 +140,6 @@ _scalar = _loaded_at_first_call("_scalar", "scalar_sweep")
 _array = _loaded_at_first_call("_array", "array_sweep")
 _common = _loaded_at_first_call("_common", "common_sweep")
 _common_run = _loaded_at_first_call("_common_run", "common_run_sweep")
+_common_lines = _loaded_at_first_call("_common_lines", "common_lines_sweep")
 _rare = _loaded_at_first_call("_rare", "rare_sweep")
 _eager = _loaded_at_first_call("_eager", "eager_sweep")

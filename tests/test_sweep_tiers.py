@@ -82,13 +82,14 @@ def tiered_and_full(monkeypatch, run):
 @pytest.fixture
 def tiers(monkeypatch):
     """Records each tier call: ("scalar", lo, hi, what it returned), ("array", lo, hi, where it
-    stopped), ("common", lo, hi, what it returned), ("run", lo, hi, where it stopped), ("rare",
-    lo, hi, where it stopped) and ("eager", lo, hi)."""
+    stopped), ("common", lo, hi, what it returned), ("run", lo, hi, where it stopped), ("lines",
+    lo, hi, where it stopped), ("rare", lo, hi, where it stopped) and ("eager", lo, hi)."""
     from jit import _interp, _tiers
 
     scalar, eager = load(_interp, "scalar_sweep"), load(_interp, "eager_sweep")
     array, common = load(_interp, "array_sweep"), load(_interp, "common_sweep")
     rare, run = load(_interp, "rare_sweep"), load(_interp, "common_run_sweep")
+    lines = load(_interp, "common_lines_sweep")
     calls = []
 
     def spy_scalar(*a):
@@ -111,6 +112,11 @@ def tiers(monkeypatch):
         calls.append(("run", a[-2], a[-1], stop))
         return stop
 
+    def spy_lines(*a):
+        stop = lines(*a)
+        calls.append(("lines", a[-2], a[-1], stop))
+        return stop
+
     def spy_rare(*a):
         stop = rare(*a)
         calls.append(("rare", a[-2], a[-1], stop))
@@ -125,6 +131,7 @@ def tiers(monkeypatch):
     monkeypatch.setattr(_tiers, "_common", spy_common)
     monkeypatch.setattr(_tiers, "_rare", spy_rare)
     monkeypatch.setattr(_tiers, "_common_run", spy_run)
+    monkeypatch.setattr(_tiers, "_common_lines", spy_lines)
     monkeypatch.setattr(_tiers, "_eager", spy_eager)
     return calls
 
@@ -458,6 +465,25 @@ def test_the_common_tier_leaves_blocked_runs_to_its_run_entry(tiers):
         assert nxt[2] == (-1 - stop if stop < 0 else stop)
 
 
+@pytest.mark.parametrize("f, split", [
+    (lambda x: np.sum(np.maximum(x[:, None], x[None, :]) ** 2), 1),  # (strided)
+    (lambda x: np.sum(np.minimum(x, x[0]) * x), 1),  # (x[0]'s adjoint sums its terms)
+    (lambda x: np.sum((x[:, None] - x[None, :] ** 1.5) * np.clip(x, 0.0, 0.5)), 2)])
+def test_a_split_binary_row_goes_to_the_common_tiers_lines_entry(tiers, f, split):
+    """A binary row of the common tier's ops broadcast by strides, or whose one-element
+    operand's adjoint sums its terms: the common tier stops above it, ``common_lines_sweep``
+    sweeps that row alone, the common tier goes on; the full sweep's bits."""
+    x = np.linspace(-1.0, 1.0, 7)
+    assert_tiers_give_full_bits(f, x)
+    tiers.clear()
+    tape.grad(f)(x)
+    names = [c[0] for c in tiers]
+    assert names == ["common", "lines"] * split + ["common"], tiers
+    for (_, _, _, stop), (_, _, hi, _) in zip(tiers, tiers[1:]):
+        assert hi == stop
+    assert all(c[3] == c[2] - 1 for c in tiers if c[0] == "lines")
+
+
 def test_an_unneeded_rare_row_keeps_the_common_tier(tiers):
     """Only needed rows count: a cumsum recorded but not on the output's path."""
     f = lambda x: (np.cumsum(x), np.sum(np.clip(x, 0.0, 0.5)))[1]  # noqa: E731
@@ -494,7 +520,8 @@ def test_no_eager_backward_calls_sweep(monkeypatch):
 # -- a tier refuses what it does not sweep --------------------------------------------------------
 
 _ENTRY_OF = {"_scalar": "scalar_sweep", "_array": "array_sweep", "_common": "common_sweep",
-             "_common_run": "common_run_sweep", "_rare": "rare_sweep", "_eager": "eager_sweep"}
+             "_common_run": "common_run_sweep", "_common_lines": "common_lines_sweep",
+             "_rare": "rare_sweep", "_eager": "eager_sweep"}
 
 
 def _probe_tier(monkeypatch, f, args, probe, stand_in):
