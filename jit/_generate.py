@@ -225,11 +225,10 @@ def _reverse_dispatch(fam, call):
     tiers, which stop above such rows)."""
     if fam == "binary":  # (the common tier leaves rows split into lines to common_lines_sweep)
         lines = call.replace("_reverse_binary_lines(", "_reverse_binary_lines(binary, ")
-        return ["if full:", "    " + lines,
-                "elif wide:",
+        return ["if wide and not full:  # (one call of _reverse_binary_lines: one inlined copy)",
                 "    if (code >> 8) & 16 or (n > 0 and _sums_operand(nd, code)):",
                 "        return i + 1",
-                "    " + call.replace("_reverse_binary_lines(", "binary("),
+                "    " + call.replace("_reverse_binary_lines(", "binary(").replace(", nd, ", ", np.int64(nd), "),
                 "else:", "    " + lines]
     if fam in ARRAY_TIER_FAMILIES:
         return [call]

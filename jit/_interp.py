@@ -2948,12 +2948,10 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if fam == 1:  # unary
             _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 2:  # binary
-            if full:
-                _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
-            elif wide:
+            if wide and not full:  # (one call of _reverse_binary_lines: one inlined copy)
                 if (code >> 8) & 16 or (n > 0 and _sums_operand(nd, code)):
                     return i + 1
-                binary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+                binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
             else:
                 _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
