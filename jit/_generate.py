@@ -228,7 +228,8 @@ def _reverse_dispatch(fam, call):
         return ["if wide and not full:  # (one call of _reverse_binary_lines: one inlined copy)",
                 "    if (code >> 8) & 16 or (n > 0 and _sums_operand(nd, code)):",
                 "        return i + 1",
-                "    " + call.replace("_reverse_binary_lines(", "binary(").replace(", nd, ", ", np.int64(nd), "),
+                "    " + call.replace("_reverse_binary_lines(", "binary(")
+                .replace(", nd, ", ", np.int64(nd), "),
                 "else:", "    " + lines]
     if fam in ARRAY_TIER_FAMILIES:
         return [call]
@@ -253,8 +254,8 @@ def render() -> str:
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])
                   for name in ("sum", "add", "subtract", "multiply", "leaf", "link")]
-    families = [(name.upper(), FAMILIES.index(name)) for name in ("unary", "binary", "scan", "gather",
-                                                                "input")]
+    families = [(name.upper(), FAMILIES.index(name))
+                for name in ("unary", "binary", "scan", "gather", "input")]
     return text + fill(rendered_part("reverse.py"), {
         "block_size": f"BLOCK = {BLOCK}",
         "family_codes": "\n".join(f"{k} = {v}" for k, v in families),

@@ -2884,9 +2884,11 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
     their table (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal): the
     select and matmul rows too, and the common tier's table (the common tier's, and the full
     sweep's); the common tier also stops above a blocked run, returning -1 - that row + 1
-    (``common_run_sweep`` sweeps it: compiled only for tapes that have one). Numba's branch pruning drops the other families' calls from a tier: less to
-    compile; each tier reads its table as a global, so the array tier's code is the same as
-    before the common tier."""
+    (``common_run_sweep`` sweeps it), and above a binary row that ``_reverse_binary_lines``
+    would split (``common_lines_sweep``): each compiled only for tapes that have such rows.
+    Numba's branch pruning drops the other families' calls from a tier: less to compile; each
+    tier reads its table as a global, so the array tier's code is the same as before the
+    common tier."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi

@@ -8,7 +8,7 @@ by one NumPy scan of the needed rows (``tier_of``, ~10 us, plus ~1 ns a row): ``
 (0-d rows and gathers, ~3 CPU-s cold) when those are all the tape's needed rows; else
 ``array_sweep`` (the benchmarks' array rows: unary, + - * /, reductions, gathers, scatters, and
 their blocked runs, ~15 CPU-s) when every needed array row is its; else ``common_sweep`` (those
-and the usual scientific program's power, maximum, minimum, select and matmul rows, ~17 CPU-s),
+and the usual scientific program's power, maximum, minimum, select and matmul rows, ~15 CPU-s),
 which stops above a blocked run (elementwise rows of >= 4096 elements) for
 ``common_run_sweep`` (~3.6 CPU-s), above a binary row broadcast by strides or summing into a
 one-element operand for ``common_lines_sweep`` (~3 CPU-s), and above a scan or a rare binary
@@ -42,10 +42,10 @@ def eager_reverse(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     """Adjoints through rows hi-1 down to lo, as ``reverse_sweep(..., lo, hi)`` with its default
     part (no worker share), in the tier ``tier_of`` chooses: the scalar tier; the array tier;
     the common tier, and from the top down whichever sweeps the rows where the last stopped:
-    the rare tier, the common tier's blocked runs (``common_run_sweep``) or its binary rows split
-    into lines (``common_lines_sweep``); or the eager tier. (A tier that stops above a row no later tier sweeps hands the
-    rest on, to the eager tier at last: never met when the scan chose it, and never a wrong
-    row.)"""
+    the rare tier, the common tier's blocked runs (``common_run_sweep``) or its binary rows
+    split into lines (``common_lines_sweep``); or the eager tier. (A tier that stops above a row
+    no later tier sweeps hands the rest on, to the eager tier at last: never met when the scan
+    chose it, and never a wrong row.)"""
     tier = tier_of(R, need, lo, hi)
     if tier == SCALAR:
         stop = _scalar(R, S, VA, GO, sv, G, IA, FA, need, lo, hi)
