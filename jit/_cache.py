@@ -57,14 +57,13 @@ def njit(*args, **kwargs):
 
 # how long a cold compile of an entry point takes on a 2-core machine (docs/performance.md:
 # sweep 60-75 CPU-s by the machine's load, up to ~2x that in wall time; eager_sweep 25-30;
-# tangent_sweep ~17; common_sweep 17-23; array_sweep 15-20; elementwise_binary ~6-7;
-# scalar_sweep ~3;
-# elementwise_unary and elementwise_arithmetic 2-3; elementwise_power 1.5-2), by the seconds it
+# tangent_sweep ~17; common_sweep 17-23; array_sweep 15-20; scalar_sweep ~3;
+# elementwise_unary and elementwise_arithmetic 2-3; elementwise_power 1.5-2; the rare binary
+# rows' elementwise_arctan2, _hypot, _logaddexp ~0.6-1.1, _fmax_fmin ~1-1.5), by the seconds it
 # stands for; an entry not named takes a few seconds
 COMPILE_TIME = {"sweep": (120, "1-2 minutes"), "eager_sweep": (60, "30-60 seconds"),
                 "tangent_sweep": (30, "15-30 seconds"), "array_sweep": (30, "15-30 seconds"),
                 "common_sweep": (30, "15-30 seconds"),
-                "elementwise_binary": (10, "5-10 seconds"),
                 "special_value": (10, "5-10 seconds"), "special_partial": (10, "5-10 seconds"),
                 "line_sums": (5, "a few seconds")}
 FEW_SECONDS = (5, "a few seconds")
