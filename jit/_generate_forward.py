@@ -74,8 +74,8 @@ from __future__ import annotations
 
 from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
                         rendered_part, subset_kernel)
-from .families import family_modules, reduce
 from ._eager_values import BINARY_ENTRIES
+from .families import family_modules, reduce
 from .families.elementwise import arithmetic_codes, scalar_branches
 
 # the binary rows of the arithmetic kernels (``_forward_arithmetic``, ``_reverse_arithmetic``:
