@@ -574,7 +574,7 @@ def typical(x):
     return np.sum(np.abs(h)) + np.sum(np.reshape(x[:6], (2, 3)) @ np.ones((3, 2)))
 """
 _ENTRIES = ("scalar_sweep", "array_sweep", "common_sweep", "eager_sweep", "sweep",
-            "elementwise_unary", "elementwise_power", "elementwise_binary")
+            "elementwise_unary", "elementwise_power", "elementwise_arctan2")
 
 
 @pytest.mark.skipif(NO_JIT, reason="nothing is compiled")
@@ -594,7 +594,7 @@ def test_an_array_programs_first_gradient_compiles_what_its_rows_need(tmp_path):
     values, counts, values2, counts2 = r.stdout.split("\n")[:4]
     expected = {"scalar_sweep": "1", "array_sweep": "1", "common_sweep": "0", "eager_sweep": "0",
                 "sweep": "0", "elementwise_unary": "1", "elementwise_power": "0",
-                "elementwise_binary": "0"}
+                "elementwise_arctan2": "0"}
     assert dict(zip(_ENTRIES, counts.split())) == expected
     assert dict(zip(_ENTRIES, counts2.split())) == dict(expected, common_sweep="1",
                                                         elementwise_power="1")
