@@ -74,13 +74,15 @@ from __future__ import annotations
 
 from ._assemble import (Mode, family_kernels, fill, function_source, indent, raw_access,
                         rendered_part, subset_kernel)
+from ._eager_values import BINARY_ENTRIES
 from .families import family_modules, reduce
 from .families.elementwise import arithmetic_codes, scalar_branches
 
 # the binary rows of the arithmetic kernels (``_forward_arithmetic``, ``_reverse_arithmetic``:
 # the binary family's kernels with these ops' branches only), which the eager recorder's strided
 # broadcasts and the array tier take (``jit._generate``)
-ARITHMETIC = ("add", "subtract", "multiply", "divide")
+ARITHMETIC = BINARY_ENTRIES["elementwise_arithmetic"]
+
 
 def _scalar_body():
     """0-d rows of 0-d operands: the formula inline, operands and result in sv. Add, subtract
@@ -104,6 +106,33 @@ def _scalar_other():
     return indent([raw_access(ln, "sv", "psv") for ln in out], 4)
 
 
+def _kernel_name(entry):
+    return "_forward_" + entry.removeprefix("elementwise_")
+
+
+def _listed(rows):
+    return ", ".join(rows[:-1]) + " or " + rows[-1] if len(rows) > 1 else rows[0]
+
+
+def _binary_entries():
+    """The eager recorder's binary entry points (``jit._eager_values.BINARY_ENTRIES``), each
+    calling its subset kernel."""
+    out = []
+    for entry, rows in BINARY_ENTRIES.items():
+        kernel = _kernel_name(entry)
+        out += ["", "", f"SIG_{entry.upper()} = SIG_ELEMENTWISE_UNARY", "", "",
+                '@njit(cache=True, nogil=True, error_model="numpy")',
+                f"def {entry}(code, a, b, y, n, field, IA):",
+                f'    """``elementwise_unary`` for {_listed(rows)} rows, by ``{kernel}``: '
+                f'the binary',
+                f'    kernel with {"its branch" if len(rows) == 1 else "their branches"} only, '
+                'the same loops."""',
+                f"    {kernel}(code, n, np.int64(0), _data(a, field), _data(b, field), "
+                "_data(y, field), IA,",
+                " " * (len(kernel) + 5) + "np.empty(0))"]
+    return "\n".join(out)
+
+
 # The forward family kernels (jit/_assemble.py): a row's code, size, attribute offset, operand
 # and result addresses, the attribute arena and the scratch buffer.
 FORWARD = Mode("forward", "code, n, iat, pa, pb, py, IA, W",
@@ -114,15 +143,15 @@ FORWARD = Mode("forward", "code, n, iat, pa, pb, py, IA, W",
 
 def render_forward() -> str:
     """The forward sweep's helpers, family kernels and row loop, and the eager recorder's entry
-    to the elementwise kernels, for ``_generate.render``."""
+    points to the elementwise kernels (the binary ones each with a subset kernel), for
+    ``_generate.render``."""
     modules = family_modules()
     kernels, calls = family_kernels(FORWARD, modules)
-    kernels += "\n\n\n" + subset_kernel(
-        FORWARD, modules, "binary", ARITHMETIC, "_forward_arithmetic",
-        "Value of one +, -, * or / row (``elementwise_arithmetic``'s ``_forward_binary``).")
-    kernels += "\n\n\n" + subset_kernel(
-        FORWARD, modules, "binary", ("power",), "_forward_power",
-        "Value of one power row (``elementwise_power``'s ``_forward_binary``).")
+    for entry, rows in BINARY_ENTRIES.items():
+        kernels += "\n\n\n" + subset_kernel(
+            FORWARD, modules, "binary", rows, _kernel_name(entry),
+            f"Value of one {_listed(rows)} row (``{entry}``).")
     helpers = "\n\n".join(function_source(fn) for fn in reduce.HELPERS)
     return "\n" + helpers + "\n\n" + kernels + "\n" + fill(rendered_part("forward.py"), {
-        "scalar_other": _scalar_other(), "scalar_body": _scalar_body(), "array_body": calls})
+        "scalar_other": _scalar_other(), "scalar_body": _scalar_body(), "array_body": calls,
+        "binary_entries": _binary_entries()})

@@ -3633,7 +3633,7 @@ def _forward_matmul(code, n, iat, pa, pb, py, IA, W):
 
 @njit(error_model="numpy")
 def _forward_arithmetic(code, n, iat, pa, pb, py, IA, W):
-    """Value of one +, -, * or / row (``elementwise_arithmetic``'s ``_forward_binary``)."""
+    """Value of one add, subtract, multiply or divide row (``elementwise_arithmetic``)."""
     op = code & 255
     fl = code >> 8
     n0 = 1
@@ -3754,7 +3754,7 @@ def _forward_arithmetic(code, n, iat, pa, pb, py, IA, W):
 
 @njit(error_model="numpy")
 def _forward_power(code, n, iat, pa, pb, py, IA, W):
-    """Value of one power row (``elementwise_power``'s ``_forward_binary``)."""
+    """Value of one power row (``elementwise_power``)."""
     op = code & 255
     fl = code >> 8
     n0 = 1
@@ -3820,6 +3820,259 @@ def _forward_power(code, n, iat, pa, pb, py, IA, W):
                         a = _ld(pa, oa + j * a2)
                         b = _ld(pb, ob + j * b2)
                         _st(py, oy + j, _power(a, b))
+
+
+@njit(error_model="numpy")
+def _forward_arctan2(code, n, iat, pa, pb, py, IA, W):
+    """Value of one arctan2 row (``elementwise_arctan2``)."""
+    op = code & 255
+    fl = code >> 8
+    n0 = 1
+    n1 = 1
+    n2 = n
+    a0 = 0
+    a1 = 0
+    a2 = 0 if fl & 1 else 1
+    b0 = 0
+    b1 = 0
+    b2 = 0 if fl & 2 else 1
+    if fl & 16:
+        n0 = IA[iat + 2]
+        n1 = IA[iat + 3]
+        n2 = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        a2 = IA[iat + 7]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        b2 = IA[iat + 10]
+    else:
+        if fl & 4:
+            ma = IA[iat]
+            for j in range(n):
+                W[j] = _ld(pa, IA[ma + j])
+            pa = _addr(W)
+        if fl & 8:
+            mb = IA[iat + 1]
+            for j in range(n):
+                W[n + j] = _ld(pb, IA[mb + j])
+            pb = _addr(W) + 8 * n
+    if op == 34:  # arctan2
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, atan2(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, atan2(a, b))
+
+
+@njit(error_model="numpy")
+def _forward_hypot(code, n, iat, pa, pb, py, IA, W):
+    """Value of one hypot row (``elementwise_hypot``)."""
+    op = code & 255
+    fl = code >> 8
+    n0 = 1
+    n1 = 1
+    n2 = n
+    a0 = 0
+    a1 = 0
+    a2 = 0 if fl & 1 else 1
+    b0 = 0
+    b1 = 0
+    b2 = 0 if fl & 2 else 1
+    if fl & 16:
+        n0 = IA[iat + 2]
+        n1 = IA[iat + 3]
+        n2 = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        a2 = IA[iat + 7]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        b2 = IA[iat + 10]
+    else:
+        if fl & 4:
+            ma = IA[iat]
+            for j in range(n):
+                W[j] = _ld(pa, IA[ma + j])
+            pa = _addr(W)
+        if fl & 8:
+            mb = IA[iat + 1]
+            for j in range(n):
+                W[n + j] = _ld(pb, IA[mb + j])
+            pb = _addr(W) + 8 * n
+    if op == 35:  # hypot
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, hypot(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, hypot(a, b))
+
+
+@njit(error_model="numpy")
+def _forward_logaddexp(code, n, iat, pa, pb, py, IA, W):
+    """Value of one logaddexp row (``elementwise_logaddexp``)."""
+    op = code & 255
+    fl = code >> 8
+    n0 = 1
+    n1 = 1
+    n2 = n
+    a0 = 0
+    a1 = 0
+    a2 = 0 if fl & 1 else 1
+    b0 = 0
+    b1 = 0
+    b2 = 0 if fl & 2 else 1
+    if fl & 16:
+        n0 = IA[iat + 2]
+        n1 = IA[iat + 3]
+        n2 = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        a2 = IA[iat + 7]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        b2 = IA[iat + 10]
+    else:
+        if fl & 4:
+            ma = IA[iat]
+            for j in range(n):
+                W[j] = _ld(pa, IA[ma + j])
+            pa = _addr(W)
+        if fl & 8:
+            mb = IA[iat + 1]
+            for j in range(n):
+                W[n + j] = _ld(pb, IA[mb + j])
+            pb = _addr(W) + 8 * n
+    if op == 36:  # logaddexp
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _logaddexp(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _logaddexp(a, b))
+
+
+@njit(error_model="numpy")
+def _forward_fmax_fmin(code, n, iat, pa, pb, py, IA, W):
+    """Value of one fmax or fmin row (``elementwise_fmax_fmin``)."""
+    op = code & 255
+    fl = code >> 8
+    n0 = 1
+    n1 = 1
+    n2 = n
+    a0 = 0
+    a1 = 0
+    a2 = 0 if fl & 1 else 1
+    b0 = 0
+    b1 = 0
+    b2 = 0 if fl & 2 else 1
+    if fl & 16:
+        n0 = IA[iat + 2]
+        n1 = IA[iat + 3]
+        n2 = IA[iat + 4]
+        a0 = IA[iat + 5]
+        a1 = IA[iat + 6]
+        a2 = IA[iat + 7]
+        b0 = IA[iat + 8]
+        b1 = IA[iat + 9]
+        b2 = IA[iat + 10]
+    else:
+        if fl & 4:
+            ma = IA[iat]
+            for j in range(n):
+                W[j] = _ld(pa, IA[ma + j])
+            pa = _addr(W)
+        if fl & 8:
+            mb = IA[iat + 1]
+            for j in range(n):
+                W[n + j] = _ld(pb, IA[mb + j])
+            pb = _addr(W) + 8 * n
+    if op == 39:  # fmax
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _fmax(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _fmax(a, b))
+    elif op == 40:  # fmin
+        if a2 == 1 and b2 == 1:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j)
+                        b = _ld(pb, ob + j)
+                        _st(py, oy + j, _fmin(a, b))
+        else:
+            for i0 in range(n0):
+                for i1 in range(n1):
+                    oa = i0 * a0 + i1 * a1
+                    ob = i0 * b0 + i1 * b1
+                    oy = (i0 * n1 + i1) * n2
+                    for j in range(n2):
+                        a = _ld(pa, oa + j * a2)
+                        b = _ld(pb, ob + j * b2)
+                        _st(py, oy + j, _fmin(a, b))
 
 
 @njit(error_model="numpy")
@@ -4375,66 +4628,106 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
         # input and escape rows are skipped: the caller writes their values
 
 
-# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): four
+# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): small
 # entry points, each compiled the first time a row needs it, so that a first gradient compiles
-# only the kernels its rows use: the four arithmetic ops' strided broadcasts, the unary rows, the
-# power rows, the other binary rows.
-SIG_ELEMENTWISE_ARITHMETIC = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
-SIG_ELEMENTWISE_UNARY = SIG_ELEMENTWISE_ARITHMETIC
-SIG_ELEMENTWISE_POWER = SIG_ELEMENTWISE_ARITHMETIC
-SIG_ELEMENTWISE_BINARY = SIG_ELEMENTWISE_ARITHMETIC
+# only the kernels its rows use: ``elementwise_unary`` for the unary rows, and one per group of
+# binary rows (``jit._eager_values.BINARY_ENTRIES``: + - * / for the strided broadcasts, power,
+# each rare binary row), rendered below it.
+SIG_ELEMENTWISE_UNARY = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
 
 
 @njit(error_model="numpy", inline="always")
 def _data(x, field):
-    """The data address of an operand the recorder passes (see ``elementwise_binary``)."""
+    """The data address of an operand the recorder passes (see ``elementwise_unary``)."""
     return x if field < 0 else _ld_word(x + field)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def elementwise_arithmetic(code, a, b, y, n, field, IA):
-    """``elementwise_binary`` for +, -, * and / rows (the strided broadcasts of
-    ``tape.core.loop_values``), by ``_forward_arithmetic``: their branches of the binary kernel,
-    the same loops."""
-    _forward_arithmetic(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field),
-                        IA, np.empty(0))
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def elementwise_unary(code, a, b, y, n, field, IA):
-    """``elementwise_binary`` for unary rows (b unread)."""
-    _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
-                   np.empty(0))
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def elementwise_power(code, a, b, y, n, field, IA):
-    """``elementwise_binary`` for power rows (``x ** p``, the one binary op of the usual array
-    program whose value is not NumPy's), by ``_forward_power``: its branch of the binary
-    kernel, the same loop, without the rare binary ops' (arctan2, hypot, logaddexp, ...)."""
-    _forward_power(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
-                   np.empty(0))
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def elementwise_binary(code, a, b, y, n, field, IA):
-    """y = the value of one binary array row of n elements (``code`` with its flags, as
-    recorded) of float64 C-contiguous operands a and b, by the loop a sweep runs for that row.
-    The eager recorder computes the primitives in ``jit.table.OWN_VALUE`` here, so that an eager
-    value and its replay are the same bits on any CPU (NumPy's own loops for them differ by CPU).
+    """y = the value of one unary array row of n elements (``code`` as recorded) of a float64
+    C-contiguous operand a (b unread), by the loop a sweep runs for that row. The eager recorder
+    computes the primitives in ``jit.table.OWN_VALUE`` by this entry and the binary ones below
+    it, so that an eager value and its replay are the same bits on any CPU (NumPy's own loops
+    for them differ by CPU).
 
     a, b, y: the arrays' objects (``id``) with the byte offset of the data pointer inside one
     (``field``), or, for field < 0, their data addresses; the caller keeps them alive. (Not
     arrays: a read-only one, such as a leaf's buffer, would compile another signature, and
-    typing array arguments costs more than the loop on small ones.) Flags
-    1 / 2: a / b has one element; flag 16: the strided broadcast nest at IA[2:11]
-    (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
-    entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
-    ~13 s longer, once; loaded from the cache after)."""
+    typing array arguments costs more than the loop on small ones.) The binary entries take
+    the same arguments, with the flags of ``code``: 1 / 2: a / b has one element; 16: the
+    strided broadcast nest at IA[2:11] (``tape._record.strided_broadcast``); index maps (flags
+    4 / 8) are not accepted. Entry points of their own: a jitted caller of ``sweep`` would
+    compile the sweep again (a cold compile ~13 s longer, once; loaded from the cache after)."""
     # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
     # not a second signature of each)
-    _forward_binary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
-                    np.empty(0))
+    _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+SIG_ELEMENTWISE_ARITHMETIC = SIG_ELEMENTWISE_UNARY
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_arithmetic(code, a, b, y, n, field, IA):
+    """``elementwise_unary`` for add, subtract, multiply or divide rows, by ``_forward_arithmetic``: the binary
+    kernel with their branches only, the same loops."""
+    _forward_arithmetic(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                        np.empty(0))
+
+
+SIG_ELEMENTWISE_POWER = SIG_ELEMENTWISE_UNARY
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_power(code, a, b, y, n, field, IA):
+    """``elementwise_unary`` for power rows, by ``_forward_power``: the binary
+    kernel with its branch only, the same loops."""
+    _forward_power(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+SIG_ELEMENTWISE_ARCTAN2 = SIG_ELEMENTWISE_UNARY
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_arctan2(code, a, b, y, n, field, IA):
+    """``elementwise_unary`` for arctan2 rows, by ``_forward_arctan2``: the binary
+    kernel with its branch only, the same loops."""
+    _forward_arctan2(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                     np.empty(0))
+
+
+SIG_ELEMENTWISE_HYPOT = SIG_ELEMENTWISE_UNARY
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_hypot(code, a, b, y, n, field, IA):
+    """``elementwise_unary`` for hypot rows, by ``_forward_hypot``: the binary
+    kernel with its branch only, the same loops."""
+    _forward_hypot(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+
+
+SIG_ELEMENTWISE_LOGADDEXP = SIG_ELEMENTWISE_UNARY
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_logaddexp(code, a, b, y, n, field, IA):
+    """``elementwise_unary`` for logaddexp rows, by ``_forward_logaddexp``: the binary
+    kernel with its branch only, the same loops."""
+    _forward_logaddexp(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                       np.empty(0))
+
+
+SIG_ELEMENTWISE_FMAX_FMIN = SIG_ELEMENTWISE_UNARY
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def elementwise_fmax_fmin(code, a, b, y, n, field, IA):
+    """``elementwise_unary`` for fmax or fmin rows, by ``_forward_fmax_fmin``: the binary
+    kernel with their branches only, the same loops."""
+    _forward_fmax_fmin(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                       np.empty(0))
 
 
 SIG_SWEEP = ("void(int64[:, ::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], "

@@ -740,9 +740,9 @@ _RARE = """
 def rare(x):
     return np.sum(np.cumsum(x ** 2) * x) + np.sum(np.arctan2(x, 1.5 + x))
 """
-_ENTRIES = ("scalar_sweep", "array_sweep", "common_sweep", "common_run_sweep", "rare_sweep",
-            "eager_sweep", "sweep", "elementwise_unary", "elementwise_power",
-            "elementwise_binary")
+_ENTRIES = ("scalar_sweep", "array_sweep", "common_sweep", "common_run_sweep",
+            "common_lines_sweep", "rare_sweep", "eager_sweep", "sweep", "elementwise_unary",
+            "elementwise_power", "elementwise_arctan2", "elementwise_hypot")
 
 
 @pytest.mark.skipif(NO_JIT, reason="nothing is compiled")
@@ -762,12 +762,14 @@ def test_an_array_programs_first_gradient_compiles_what_its_rows_need(tmp_path):
     assert r.returncode == 0, r.stderr
     values, counts, values2, counts2, values3, counts3 = r.stdout.split("\n")[:6]
     expected = {"scalar_sweep": "0", "array_sweep": "1", "common_sweep": "0",
-                "common_run_sweep": "0", "rare_sweep": "0", "eager_sweep": "0", "sweep": "0",
-                "elementwise_unary": "1", "elementwise_power": "0", "elementwise_binary": "0"}
+                "common_run_sweep": "0", "common_lines_sweep": "0", "rare_sweep": "0",
+                "eager_sweep": "0", "sweep": "0",
+                "elementwise_unary": "1", "elementwise_power": "0", "elementwise_arctan2": "0",
+                "elementwise_hypot": "0"}
     assert dict(zip(_ENTRIES, counts.split())) == expected
     expected.update(common_sweep="1", elementwise_power="1")
     assert dict(zip(_ENTRIES, counts2.split())) == expected
-    expected.update(rare_sweep="1", elementwise_binary="1")
+    expected.update(rare_sweep="1", elementwise_arctan2="1")
     assert dict(zip(_ENTRIES, counts3.split())) == expected
     v, g = tape.value_and_grad(workloads.gmm_loss)(*workloads.gmm_inputs(d=3, k=4, n=30))
     assert [float(s) for s in values.split()] == [float(v), *map(float, g.ravel())]
@@ -804,6 +806,7 @@ tape.grad(lambda v: np.sum(np.clip(v, 0.2, 0.9) ** 2 + np.where(v > 0.5, v, 0.0)
 tape.grad(lambda v: np.sum(np.maximum(v, 0.3) ** 1.5 + np.arctan2(v, 2.0)))(x)  # rare tier
 tape.grad(lambda v: np.sum(np.hypot(v, v[0]) + np.cumsum(v)))(x)  # eager tier
 tape.grad(lambda v: np.sum(np.clip(v, 0.2, 0.9) ** 2 * v))(np.linspace(0.1, 1.2, 5000))  # runs
+tape.grad(lambda v: np.sum(np.maximum(v[:, None] - v[None, :], 0.1) ** 2))(x)  # common lines
 b = np.linspace(0.0, 1.0, 256).reshape(1, 16, 16)  # (a broadcast of 32768: the strided loop)
 tape.grad(lambda a: np.sum((a - b) * a))(np.linspace(0.1, 1.2, 2048).reshape(128, 1, 16))
 from jit import _interp

@@ -417,63 +417,38 @@ def _forward_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part):
 # <array_body>
 
 
-# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): four
+# The eager recorder's elementwise values (``jit.elementwise``, ``jit._eager_values``): small
 # entry points, each compiled the first time a row needs it, so that a first gradient compiles
-# only the kernels its rows use: the four arithmetic ops' strided broadcasts, the unary rows, the
-# power rows, the other binary rows.
-SIG_ELEMENTWISE_ARITHMETIC = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
-SIG_ELEMENTWISE_UNARY = SIG_ELEMENTWISE_ARITHMETIC
-SIG_ELEMENTWISE_POWER = SIG_ELEMENTWISE_ARITHMETIC
-SIG_ELEMENTWISE_BINARY = SIG_ELEMENTWISE_ARITHMETIC
+# only the kernels its rows use: ``elementwise_unary`` for the unary rows, and one per group of
+# binary rows (``jit._eager_values.BINARY_ENTRIES``: + - * / for the strided broadcasts, power,
+# each rare binary row), rendered below it.
+SIG_ELEMENTWISE_UNARY = "void(int64, int64, int64, int64, int64, int64, int64[::1])"
 
 
 @njit(error_model="numpy", inline="always")
 def _data(x, field):
-    """The data address of an operand the recorder passes (see ``elementwise_binary``)."""
+    """The data address of an operand the recorder passes (see ``elementwise_unary``)."""
     return x if field < 0 else _ld_word(x + field)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def elementwise_arithmetic(code, a, b, y, n, field, IA):
-    """``elementwise_binary`` for +, -, * and / rows (the strided broadcasts of
-    ``tape.core.loop_values``), by ``_forward_arithmetic``: their branches of the binary kernel,
-    the same loops."""
-    _forward_arithmetic(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field),
-                        IA, np.empty(0))
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def elementwise_unary(code, a, b, y, n, field, IA):
-    """``elementwise_binary`` for unary rows (b unread)."""
-    _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
-                   np.empty(0))
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def elementwise_power(code, a, b, y, n, field, IA):
-    """``elementwise_binary`` for power rows (``x ** p``, the one binary op of the usual array
-    program whose value is not NumPy's), by ``_forward_power``: its branch of the binary
-    kernel, the same loop, without the rare binary ops' (arctan2, hypot, logaddexp, ...)."""
-    _forward_power(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
-                   np.empty(0))
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def elementwise_binary(code, a, b, y, n, field, IA):
-    """y = the value of one binary array row of n elements (``code`` with its flags, as
-    recorded) of float64 C-contiguous operands a and b, by the loop a sweep runs for that row.
-    The eager recorder computes the primitives in ``jit.table.OWN_VALUE`` here, so that an eager
-    value and its replay are the same bits on any CPU (NumPy's own loops for them differ by CPU).
+    """y = the value of one unary array row of n elements (``code`` as recorded) of a float64
+    C-contiguous operand a (b unread), by the loop a sweep runs for that row. The eager recorder
+    computes the primitives in ``jit.table.OWN_VALUE`` by this entry and the binary ones below
+    it, so that an eager value and its replay are the same bits on any CPU (NumPy's own loops
+    for them differ by CPU).
 
     a, b, y: the arrays' objects (``id``) with the byte offset of the data pointer inside one
     (``field``), or, for field < 0, their data addresses; the caller keeps them alive. (Not
     arrays: a read-only one, such as a leaf's buffer, would compile another signature, and
-    typing array arguments costs more than the loop on small ones.) Flags
-    1 / 2: a / b has one element; flag 16: the strided broadcast nest at IA[2:11]
-    (``tape._record.strided_broadcast``); index maps (flags 4 / 8) are not accepted. Its own
-    entry point: a jitted caller of ``sweep`` would compile the sweep again (a cold compile
-    ~13 s longer, once; loaded from the cache after)."""
+    typing array arguments costs more than the loop on small ones.) The binary entries take
+    the same arguments, with the flags of ``code``: 1 / 2: a / b has one element; 16: the
+    strided broadcast nest at IA[2:11] (``tape._record.strided_broadcast``); index maps (flags
+    4 / 8) are not accepted. Entry points of their own: a jitted caller of ``sweep`` would
+    compile the sweep again (a cold compile ~13 s longer, once; loaded from the cache after)."""
     # (iat an int64, not the literal 0: the kernels the sweep compiles for its other rows,
     # not a second signature of each)
-    _forward_binary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
-                    np.empty(0))
+    _forward_unary(code, n, np.int64(0), _data(a, field), _data(b, field), _data(y, field), IA,
+                   np.empty(0))
+# <binary_entries>
