@@ -132,6 +132,7 @@ def tiers(monkeypatch):
     monkeypatch.setattr(_tiers, "_rare", spy_rare)
     monkeypatch.setattr(_tiers, "_common_run", spy_run)
     monkeypatch.setattr(_tiers, "_common_lines", spy_lines)
+    monkeypatch.setattr(_tiers, "_scalar_first", False)  # (as in a new process)
     monkeypatch.setattr(_tiers, "_eager", spy_eager)
     return calls
 
@@ -373,6 +374,27 @@ def test_a_scalar_loop_over_array_rows_goes_to_the_array_tier_alone(tiers):
     assert [c[0] for c in tiers] == ["array"]
     _, lo, hi, stop = tiers[0]
     assert stop == lo == 0 and hi > 60  # (the loop's rows and the sum's)
+
+
+@pytest.mark.parametrize("f, after", [
+    (lambda x: np.sum(np.sin(x) * x), ["array"]),
+    (lambda x: np.sum(np.clip(x, 0.0, 0.5) * x), ["common"]),
+    (lambda x: np.sum(np.cumsum(x) * x), ["common", "rare", "common"])])
+def test_once_the_scalar_tier_is_loaded_it_goes_first(tiers, f, after):
+    """After a scalar loop, the scalar tier takes the top of every tape, and its scan (then
+    the NumPy scan of the rows it left, when they are not all the array tier's) chooses the
+    rest; the full sweep's bits."""
+    from jit import _tiers
+
+    tape.grad(lorenz)(np.array([10.0, 28.0, 8.0 / 3.0]))
+    assert _tiers._scalar_first
+    tiers.clear()
+    x = np.linspace(-1.0, 1.0, 7)
+    tape.grad(f)(x)
+    assert [c[0] for c in tiers] == ["scalar"] + after, tiers
+    _, lo, hi, ret = tiers[0]
+    assert tiers[1][2] == (-1 - ret if ret < 0 else ret) and (ret < 0) == (after != ["array"])
+    assert_tiers_give_full_bits(f, x)
 
 
 def test_an_array_tape_goes_to_the_array_tier_at_once(tiers):
