@@ -46,8 +46,9 @@ class Need(enum.IntFlag):
     VALUES = VALUES
 
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
-                "reverse_run_pass", "scalar_sweep", "array_sweep", "common_sweep", "eager_sweep",
-                "sweep", "elementwise_arithmetic", "elementwise_unary", "elementwise_power",
+                "reverse_run_pass", "scalar_sweep", "array_sweep", "common_sweep",
+                "common_run_sweep", "common_lines_sweep", "rare_sweep", "eager_sweep", "sweep",
+                "elementwise_arithmetic", "elementwise_unary", "elementwise_power",
                 "elementwise_arctan2", "elementwise_hypot", "elementwise_logaddexp",
                 "elementwise_fmax_fmin")
 # the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)

@@ -61,9 +61,10 @@ def njit(*args, **kwargs):
 # passes and one reverse tier, and says so once, not once for each.
 WORK = (
     ("the eager gradient's", "5-30 seconds",
-     ("scalar_sweep", "array_sweep", "common_sweep", "eager_sweep", "need_pass", "data_pointers",
-      "build_tape", "arena_offsets", "whole_prepare", "whole_arena", "whole_outputs",
-      "mark_swept", "unread_values", "line_sums")),
+     ("scalar_sweep", "array_sweep", "common_sweep", "common_run_sweep", "common_lines_sweep",
+      "rare_sweep", "eager_sweep", "need_pass", "data_pointers", "build_tape", "arena_offsets",
+      "whole_prepare", "whole_arena", "whole_outputs", "mark_swept", "unread_values",
+      "line_sums")),
     ("compiled replay's", "1-2 minutes",
      ("sweep", "local_pass", "seed_pass", "run_pass", "reverse_run_pass", "spin_wait", "serve",
       "gemm_batch")),

@@ -197,14 +197,19 @@ REVERSE = Mode("reverse", "code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA,
 ARRAY_TIER_FAMILIES = ("input", "unary", "reduce", "gather", "scatter", "escape")
 COMMON_TIER_FAMILIES = ARRAY_TIER_FAMILIES + ("select", "matmul")
 COMMON_BINARY = ARITHMETIC + ("power", "maximum", "minimum")
+# The rare tier (``rare_sweep``): every array row the common tier does not sweep, the scans and
+# the rare binary ops, each row on its own (a small loop, not ``_reverse_rows``).
+RARE_TIER_FAMILIES = ("scan",)
+RARE_BINARY = tuple(p.name for p in TABLE if p.family == "binary" and p.name not in COMMON_BINARY)
 
 
 def _tier_tables() -> str:
-    """_ARRAY_TIER[op] / _COMMON_TIER[op]: whether the array / common tier sweeps an array row
-    of op."""
-    out = "\n\n# the array rows the array and common tiers sweep (_tier_tables)\n"
+    """_ARRAY_TIER[op] / _COMMON_TIER[op] / _RARE_TIER[op]: whether the array / common / rare
+    tier sweeps an array row of op."""
+    out = "\n\n# the array rows the array, common and rare tiers sweep (_tier_tables)\n"
     for name, families, binary in (("_ARRAY_TIER", ARRAY_TIER_FAMILIES, ARITHMETIC),
-                                   ("_COMMON_TIER", COMMON_TIER_FAMILIES, COMMON_BINARY)):
+                                   ("_COMMON_TIER", COMMON_TIER_FAMILIES, COMMON_BINARY),
+                                   ("_RARE_TIER", RARE_TIER_FAMILIES, RARE_BINARY)):
         flags = [int(p.family in families or p.name in binary) for p in TABLE]
         out += f"{name} = np.array([{', '.join(map(str, flags))}], dtype=np.int64)\n"
     return out
@@ -212,12 +217,21 @@ def _tier_tables() -> str:
 
 def _reverse_dispatch(fam, call):
     """A reverse row's call to its family's kernel in ``_reverse_rows``: binary rows with the
-    kernel the tier passes; the families the array tier does not sweep only when `wide`, those
-    the common tier does not either only when `full` (literals: pruned from the tiers, which
-    stop above such rows)."""
-    if fam == "binary":
-        call = call.replace("_reverse_binary_lines(", "_reverse_binary_lines(binary, ")
-    if fam in ARRAY_TIER_FAMILIES or fam == "binary":
+    kernel the tier passes, through ``_reverse_binary_lines`` but in the common tier, which
+    stops above a row that it would split into lines or whose one-element operand's adjoint it
+    would sum pairwise (``common_lines_sweep`` sweeps it) and calls the kernel on the others,
+    as ``_reverse_binary_lines`` does; the families the array tier does not sweep only when
+    `wide`, those the common tier does not either only when `full` (literals: pruned from the
+    tiers, which stop above such rows)."""
+    if fam == "binary":  # (the common tier leaves rows split into lines to common_lines_sweep)
+        lines = call.replace("_reverse_binary_lines(", "_reverse_binary_lines(binary, ")
+        return ["if wide and not full:  # (one call of _reverse_binary_lines: one inlined copy)",
+                "    if (code >> 8) & 16 or (n > 0 and _sums_operand(nd, code)):",
+                "        return i + 1",
+                "    " + call.replace("_reverse_binary_lines(", "binary(")
+                .replace(", nd, ", ", np.int64(nd), "),
+                "else:", "    " + lines]
+    if fam in ARRAY_TIER_FAMILIES:
         return [call]
     return ["if wide:" if fam in COMMON_TIER_FAMILIES else "if full:", "    " + call]
 
@@ -233,11 +247,15 @@ def render() -> str:
         REVERSE, modules, "binary", COMMON_BINARY, "_reverse_common",
         "Reverse of one +, -, *, /, power, maximum or minimum row (the common tier's "
         "``_reverse_binary``).")
+    kernels += "\n\n\n" + subset_kernel(
+        REVERSE, modules, "binary", RARE_BINARY, "_reverse_rare",
+        "Reverse of one " + ", ".join(RARE_BINARY) + " row (the rare tier's ``_reverse_binary``).")
     constants = [("CLEAR", CLEAR), ("LOCAL", LOCAL), ("SEEDED", SEEDED), ("FRESH_A", FRESH_A),
                  ("FRESH_B", FRESH_B), ("VALUES", VALUES)]
     constants += [(name.upper(), OPCODE[name])
                   for name in ("sum", "add", "subtract", "multiply", "leaf", "link")]
-    families = [(name.upper(), FAMILIES.index(name)) for name in ("unary", "binary", "gather", "input")]
+    families = [(name.upper(), FAMILIES.index(name))
+                for name in ("unary", "binary", "scan", "gather", "input")]
     return text + fill(rendered_part("reverse.py"), {
         "block_size": f"BLOCK = {BLOCK}",
         "family_codes": "\n".join(f"{k} = {v}" for k, v in families),

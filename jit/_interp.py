@@ -537,6 +537,7 @@ MIN_RUN_SIZE = 2 * BLOCK
 LINE = 32
 UNARY = 1
 BINARY = 2
+SCAN = 5
 GATHER = 6
 INPUT = 0
 
@@ -574,9 +575,10 @@ _READS = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0
 _FACTOR = np.array([[0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1], [1, 1], [2, 2], [2, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=np.int64)
 
 
-# the array rows the array and common tiers sweep (_tier_tables)
+# the array rows the array, common and rare tiers sweep (_tier_tables)
 _ARRAY_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
 _COMMON_TIER = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+_RARE_TIER = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64)
 
 
 SIG_DATA_POINTERS = "void(int64[::1], int64, int64[::1])"
@@ -1743,6 +1745,251 @@ def _reverse_common(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
 
 
 @njit(error_model="numpy")
+def _reverse_rare(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA):
+    """Reverse of one arctan2, hypot, logaddexp, fmax, fmin, remainder, fmod row (the rare tier's ``_reverse_binary``)."""
+    pG = _addr(G)
+    op = code & 255
+    fl = code >> 8
+    sta = 0 if fl & 1 else 1
+    stb = 0 if fl & 2 else 1
+    ma = IA[iat] if fl & 4 else -1
+    mb = IA[iat + 1] if fl & 8 else -1
+    if op == 34:  # arctan2
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_atan2_d(b, a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_atan2_d(b, a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_atan2_d(b, a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_atan2_d(-a, a, b))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_atan2_d(-a, a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_atan2_d(-a, a, b))))
+    elif op == 35:  # hypot
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (a / y)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    y = _ld(py, j)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (a / y)))
+        if nd & 2:
+            if (fl & 10) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (b / y)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (b / y)))
+    elif op == 36:  # logaddexp
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_logaddexp_d(a, b, y))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_logaddexp_d(a, b, y))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    y = _ld(py, j)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_logaddexp_d(a, b, y))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_logaddexp_d(b, a, y))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    y = _ld(py, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_logaddexp_d(b, a, y))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    y = _ld(py, j)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_logaddexp_d(b, a, y))))
+    elif op == 39:  # fmax
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(a, b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_fmax(b, a))))
+    elif op == 40:  # fmin
+        if nd & 1:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    a = _ld(pa, j)
+                    b = _ld(pb, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
+            elif (fl & 13) == 0:  # the other: one element
+                b = _ld(pb, 0)
+                for j in range(n):
+                    a = _ld(pa, j)
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (_pick_fmax(-a, -b))))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (_pick_fmax(-b, -a))))
+    elif op == 41:  # remainder
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_floor_quot(a, b))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_floor_quot(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-_floor_quot(a, b))))
+    elif op == 42:  # fmod
+        if nd & 1:
+            if (fl & 5) == 0:  # operands of the result's size
+                for j in range(n):
+                    _st(pG, ga + j, _ld(pG, ga + j) + (_ld(pG, gy + j) * (1.0)))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    _st(pG, ga + ja, _ld(pG, ga + ja) + (_ld(pG, gy + j) * (1.0)))
+        if nd & 2:
+            if (fl & 15) == 0:  # operands of the result's size
+                for j in range(n):
+                    b = _ld(pb, j)
+                    a = _ld(pa, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_trunc_quot(a, b))))
+            elif (fl & 14) == 0:  # the other: one element
+                a = _ld(pa, 0)
+                for j in range(n):
+                    b = _ld(pb, j)
+                    _st(pG, gb + j, _ld(pG, gb + j) + (_ld(pG, gy + j) * (-_trunc_quot(a, b))))
+            else:  # a one-element operand, or one broadcast through an index map
+                for j in range(n):
+                    jb = IA[mb + j] if mb >= 0 else j * stb
+                    b = _ld(pb, jb)
+                    ja = IA[ma + j] if ma >= 0 else j * sta
+                    a = _ld(pa, ja)
+                    _st(pG, gb + jb, _ld(pG, gb + jb) + (_ld(pG, gy + j) * (-_trunc_quot(a, b))))
+
+
+@njit(error_model="numpy")
 def _sums_operand(nd, code):
     """A row with need bits nd and code takes the adjoint of a one-element operand, which sums
     all of the row's terms: blocked runs, which sweep rows block by block, leave such rows out."""
@@ -2636,9 +2883,12 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
     ``_reverse_arithmetic`` / ``_reverse_common``, which stop above the first needed row that
     their table (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal): the
     select and matmul rows too, and the common tier's table (the common tier's, and the full
-    sweep's). Numba's branch pruning drops the other families' calls from a tier: less to
-    compile; each tier reads its table as a global, so the array tier's code is the same as
-    before the common tier."""
+    sweep's); the common tier also stops above a blocked run, returning -1 - that row + 1
+    (``common_run_sweep`` sweeps it), and above a binary row that ``_reverse_binary_lines``
+    would split (``common_lines_sweep``): each compiled only for tapes that have such rows.
+    Numba's branch pruning drops the other families' calls from a tier: less to compile; each
+    tier reads its table as a global, so the array tier's code is the same as before the
+    common tier."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -2675,9 +2925,8 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if s < i:
             if full:
                 pass
-            elif wide:
-                if _tier_stop(_COMMON_TIER, R, need, s, i) >= 0:
-                    return i + 1
+            elif wide:  # the common tier leaves blocked runs to common_run_sweep
+                return -2 - i  # (-1 - where it stopped)
             elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
             _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
@@ -2701,7 +2950,12 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if fam == 1:  # unary
             _reverse_unary(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 2:  # binary
-            _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            if wide and not full:  # (one call of _reverse_binary_lines: one inlined copy)
+                if (code >> 8) & 16 or (n > 0 and _sums_operand(nd, code)):
+                    return i + 1
+                binary(code, np.int64(nd), n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
+            else:
+                _reverse_binary_lines(binary, code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
         elif fam == 3:  # select
             if wide:
                 _reverse_select(code, nd, n, iat, fat, pa, ga, pb, gb, py, gy, G, IA, FA)
@@ -2720,6 +2974,16 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if nd & CLEAR:
             _clear(G, gy, n)
     return lo
+
+
+@njit(error_model="numpy")
+def _any_local(need, lo, hi):
+    """Whether a row of rows lo..hi-1 keeps its adjoint in its run's scratch (need bit LOCAL, a
+    compiled plan's): such a run cannot be cut, as the common and rare tiers cut one."""
+    for i in range(lo, hi):
+        if need[i] & LOCAL:
+            return True
+    return False
 
 
 @njit(error_model="numpy")
@@ -4606,7 +4870,134 @@ def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     matmul), at ~2.5 CPU-s more compile than the array tier and ~7 less than the eager tier: a
     binary kernel of those seven ops (``_reverse_common``: the same arithmetic, so the same
     bits), no scan kernel and none of the rare binary ops (arctan2, hypot, logaddexp, fmax, fmin,
-    remainder, fmod). Stops above the first needed row of another kind and returns it
-    (``eager_sweep`` goes on from there); lo when it swept them all."""
+    remainder, fmod). Stops above the first needed row of another kind and returns it (the
+    rare tier, ``common_lines_sweep`` for a binary row it would split into lines, or
+    ``eager_sweep``, goes on from there), or above a blocked run and returns -1 - it
+    (``common_run_sweep`` sweeps the run); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
                          _reverse_common, False, True)
+
+
+SIG_COMMON_RUN_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_run_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier's blocked runs: the reverse of the run of elementwise rows of >= 4096
+    elements that row hi-1 tops (rows down to lo at most), block by block with ``_reverse_run``
+    and ``_reverse_common``, as ``sweep`` sweeps it; returns its first row. Apart from
+    ``common_sweep``, which stops above such a run, so that a tape of small arrays does not
+    compile ``_reverse_run`` (~3 CPU-s). A run with rare rows (the rare tier's) is cut: the part
+    above the highest is swept, and the return value is the row above it (the rest, after the
+    rare tier, is a run again: blocked and row-by-row sweeps give the same bits). Returns hi
+    (nothing swept) for a row that tops no run or a run with a rare row and adjoints in scratch
+    (need bit LOCAL, a compiled plan's): ``eager_sweep`` takes it then."""
+    i = hi - 1
+    if i < lo or need[i] == 0 or R[i, 3] < 0 or not _COMMON_TIER[R[i, 0] & 255]:
+        return hi
+    s, n = _reverse_run_at(R, S, IA, need, lo, i)
+    if s == i:
+        return hi
+    j = _tier_stop(_COMMON_TIER, R, need, s, i)
+    if j >= 0:
+        if _any_local(need, s, hi):
+            return hi
+        s = j + 1  # (row by row from there: the run's bits)
+    _reverse_run(R, S, VA, GO, G, IA, FA, need, s, hi, n, WHOLE, _reverse_common)
+    return s
+
+
+SIG_COMMON_LINES_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_lines_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier's split binary rows: the reverse of row hi-1 when it is a binary row of
+    the common tier's ops broadcast by strides or summing into a one-element operand, which
+    ``common_sweep`` stops above, by ``_reverse_binary_lines`` with ``_reverse_common``, as
+    ``sweep`` sweeps it; returns hi-1. Apart, so that a tape without such rows does not compile
+    the line and pairwise code (~3 CPU-s). Returns hi (nothing swept) for any other row."""
+    i = hi - 1
+    if i < lo:
+        return hi
+    nd = need[i]
+    code = R[i, 0]
+    op = code & 255
+    k = R[i, 3]
+    if nd == 0 or k < 0 or _FAMILY[op] != BINARY or not _COMMON_TIER[op]:
+        return hi
+    sa = R[i, 1]
+    sb = R[i, 2]
+    n = S[k, 0]
+    py = VA[i]
+    gy = GO[i]
+    pa = VA[sa]
+    ga = GO[sa]
+    pb = 0
+    gb = 0
+    if sb >= 0:
+        pb = VA[sb]
+        gb = GO[sb]
+    if nd & (FRESH_A | FRESH_B):
+        _fresh(G, ga, gb, nd, code, sa, sb, n)
+    _reverse_binary_lines(_reverse_common, code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py,
+                          gy, G, IA, FA)
+    if nd & CLEAR:
+        _clear(G, gy, n)
+    return i
+
+
+SIG_RARE_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rare_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The rare tier: adjoints through rows hi-1 down to the first needed row that is not a
+    scan or a rare binary op's array row (``_RARE_TIER``: arctan2, hypot, logaddexp, fmax, fmin,
+    remainder, fmod), or to lo; returns the row where it stopped. The common tier sweeps the
+    rows between (``jit._tiers``): the two alternate. Each row on its own, with ``sweep``'s
+    kernels (``_reverse_scan``; ``_reverse_rare``, the rare ops' branches of
+    ``_reverse_binary``), so a few CPU-s to compile where ``eager_sweep`` costs ~25. A binary
+    row that ``_reverse_binary_lines`` would split (broadcast by strides, or summing into a
+    one-element operand) stops it too: ``tier_of`` gives such tapes to ``eager_sweep``. A row
+    of a blocked run gets the same bits on its own as in its run (``common_run_sweep`` sweeps
+    the part of a run above such a row, and the part below once the rare rows are done),
+    unless adjoints of the run live in scratch (need bit LOCAL, a compiled plan's): it stops
+    there."""
+    i = hi
+    while i > lo:
+        r = i - 1
+        nd = need[r]
+        if nd == 0:
+            i = r
+            continue
+        code = R[r, 0]
+        op = code & 255
+        sa = R[r, 1]
+        sb = R[r, 2]
+        k = R[r, 3]
+        if k < 0 or not _RARE_TIER[op] or (nd | need[sa] | (need[sb] if sb >= 0 else 0)) & LOCAL:
+            break
+        n = S[k, 0]
+        scan = _FAMILY[op] == SCAN
+        if not scan and ((code >> 8) & 16 or (n > 0 and _sums_operand(nd, code))):
+            break
+        py = VA[r]
+        gy = GO[r]
+        pa = VA[sa]
+        ga = GO[sa]
+        pb = 0
+        gb = 0
+        if sb >= 0:
+            pb = VA[sb]
+            gb = GO[sb]
+        if nd & (FRESH_A | FRESH_B):
+            _fresh(G, ga, gb, nd, code, sa, sb, n)
+        if scan:
+            _reverse_scan(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        else:  # (what _reverse_binary_lines does with such a row)
+            _reverse_rare(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        if nd & CLEAR:
+            _clear(G, gy, n)
+        i = r
+    return i

@@ -7,11 +7,13 @@ entries that share its kernels, which a second process would type and compile ag
 backward's tiers ``scalar_sweep`` and ``eager_sweep``, its reverse: after them ``sweep`` costs
 ~60% of its cold compile, so the three take 0-25% more than ``sweep`` alone, against ~29 CPU-s
 for the tiers apart; ``array_sweep`` and ``common_sweep``, whose family kernels but one are the
-eager tier's: ~10 CPU-s more there against ~20 alone; ``elementwise_unary``, its forward
-kernel), while this process compiles the rest (the binary elementwise entries among them: their
-kernels are no sweep's); then this process loads the worker's entries from the cache they now
-share. Entries already in the cache are loaded here and start no worker, so a warm warm-up costs
-what it did. The worker is a speed-up only: if it fails, this process compiles its entries itself.
+eager tier's: ~10 CPU-s more there against ~20 alone; ``common_run_sweep``,
+``common_lines_sweep`` and ``rare_sweep``, whose kernels are theirs too; ``elementwise_unary``,
+its forward kernel), while this process compiles the rest (the binary elementwise entries among
+them: their kernels are no sweep's); then this process loads the worker's entries from the cache
+they now share. Entries already in the cache are loaded here and start no worker, so a warm
+warm-up costs what it did. The worker is a speed-up only: if it fails, this process compiles its
+entries itself.
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ import tempfile
 import time
 
 # what the worker compiles: the costly sweep, with the entries that share its kernels
-WORKER_SHARE = {"scalar_sweep", "array_sweep", "common_sweep", "eager_sweep", "sweep",
-                "elementwise_unary"}
+WORKER_SHARE = {"scalar_sweep", "array_sweep", "common_sweep", "common_run_sweep",
+                "common_lines_sweep", "rare_sweep", "eager_sweep", "sweep", "elementwise_unary"}
 
 
 def _module(name):

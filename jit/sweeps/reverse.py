@@ -817,9 +817,12 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
     ``_reverse_arithmetic`` / ``_reverse_common``, which stop above the first needed row that
     their table (``_ARRAY_TIER`` / ``_COMMON_TIER``) does not name. `wide` (a literal): the
     select and matmul rows too, and the common tier's table (the common tier's, and the full
-    sweep's). Numba's branch pruning drops the other families' calls from a tier: less to
-    compile; each tier reads its table as a global, so the array tier's code is the same as
-    before the common tier."""
+    sweep's); the common tier also stops above a blocked run, returning -1 - that row + 1
+    (``common_run_sweep`` sweeps it), and above a binary row that ``_reverse_binary_lines``
+    would split (``common_lines_sweep``): each compiled only for tapes that have such rows.
+    Numba's branch pruning drops the other families' calls from a tier: less to compile; each
+    tier reads its table as a global, so the array tier's code is the same as before the
+    common tier."""
     # rows by raw address: Numba's wrap-around of signed indices cost ~30% of a 0-d row (W1)
     pR = _addr(R)
     i = hi
@@ -856,9 +859,8 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if s < i:
             if full:
                 pass
-            elif wide:
-                if _tier_stop(_COMMON_TIER, R, need, s, i) >= 0:
-                    return i + 1
+            elif wide:  # the common tier leaves blocked runs to common_run_sweep
+                return -2 - i  # (-1 - where it stopped)
             elif _tier_stop(_ARRAY_TIER, R, need, s, i) >= 0:
                 return i + 1
             _reverse_run(R, S, VA, GO, G, IA, FA, need, s, i + 1, n, part, binary)
@@ -883,6 +885,16 @@ def _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, seeded, part, binar
         if nd & CLEAR:
             _clear(G, gy, n)
     return lo
+
+
+@njit(error_model="numpy")
+def _any_local(need, lo, hi):
+    """Whether a row of rows lo..hi-1 keeps its adjoint in its run's scratch (need bit LOCAL, a
+    compiled plan's): such a run cannot be cut, as the common and rare tiers cut one."""
+    for i in range(lo, hi):
+        if need[i] & LOCAL:
+            return True
+    return False
 
 
 @njit(error_model="numpy")
@@ -1039,7 +1051,134 @@ def common_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
     matmul), at ~2.5 CPU-s more compile than the array tier and ~7 less than the eager tier: a
     binary kernel of those seven ops (``_reverse_common``: the same arithmetic, so the same
     bits), no scan kernel and none of the rare binary ops (arctan2, hypot, logaddexp, fmax, fmin,
-    remainder, fmod). Stops above the first needed row of another kind and returns it
-    (``eager_sweep`` goes on from there); lo when it swept them all."""
+    remainder, fmod). Stops above the first needed row of another kind and returns it (the
+    rare tier, ``common_lines_sweep`` for a binary row it would split into lines, or
+    ``eager_sweep``, goes on from there), or above a blocked run and returns -1 - it
+    (``common_run_sweep`` sweeps the run); lo when it swept them all."""
     return _reverse_rows(R, S, VA, GO, sv, G, IA, FA, need, lo, hi, False, WHOLE,
                          _reverse_common, False, True)
+
+
+SIG_COMMON_RUN_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_run_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier's blocked runs: the reverse of the run of elementwise rows of >= 4096
+    elements that row hi-1 tops (rows down to lo at most), block by block with ``_reverse_run``
+    and ``_reverse_common``, as ``sweep`` sweeps it; returns its first row. Apart from
+    ``common_sweep``, which stops above such a run, so that a tape of small arrays does not
+    compile ``_reverse_run`` (~3 CPU-s). A run with rare rows (the rare tier's) is cut: the part
+    above the highest is swept, and the return value is the row above it (the rest, after the
+    rare tier, is a run again: blocked and row-by-row sweeps give the same bits). Returns hi
+    (nothing swept) for a row that tops no run or a run with a rare row and adjoints in scratch
+    (need bit LOCAL, a compiled plan's): ``eager_sweep`` takes it then."""
+    i = hi - 1
+    if i < lo or need[i] == 0 or R[i, 3] < 0 or not _COMMON_TIER[R[i, 0] & 255]:
+        return hi
+    s, n = _reverse_run_at(R, S, IA, need, lo, i)
+    if s == i:
+        return hi
+    j = _tier_stop(_COMMON_TIER, R, need, s, i)
+    if j >= 0:
+        if _any_local(need, s, hi):
+            return hi
+        s = j + 1  # (row by row from there: the run's bits)
+    _reverse_run(R, S, VA, GO, G, IA, FA, need, s, hi, n, WHOLE, _reverse_common)
+    return s
+
+
+SIG_COMMON_LINES_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def common_lines_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The common tier's split binary rows: the reverse of row hi-1 when it is a binary row of
+    the common tier's ops broadcast by strides or summing into a one-element operand, which
+    ``common_sweep`` stops above, by ``_reverse_binary_lines`` with ``_reverse_common``, as
+    ``sweep`` sweeps it; returns hi-1. Apart, so that a tape without such rows does not compile
+    the line and pairwise code (~3 CPU-s). Returns hi (nothing swept) for any other row."""
+    i = hi - 1
+    if i < lo:
+        return hi
+    nd = need[i]
+    code = R[i, 0]
+    op = code & 255
+    k = R[i, 3]
+    if nd == 0 or k < 0 or _FAMILY[op] != BINARY or not _COMMON_TIER[op]:
+        return hi
+    sa = R[i, 1]
+    sb = R[i, 2]
+    n = S[k, 0]
+    py = VA[i]
+    gy = GO[i]
+    pa = VA[sa]
+    ga = GO[sa]
+    pb = 0
+    gb = 0
+    if sb >= 0:
+        pb = VA[sb]
+        gb = GO[sb]
+    if nd & (FRESH_A | FRESH_B):
+        _fresh(G, ga, gb, nd, code, sa, sb, n)
+    _reverse_binary_lines(_reverse_common, code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py,
+                          gy, G, IA, FA)
+    if nd & CLEAR:
+        _clear(G, gy, n)
+    return i
+
+
+SIG_RARE_SWEEP = SIG_ARRAY_SWEEP
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rare_sweep(R, S, VA, GO, sv, G, IA, FA, need, lo, hi):
+    """The rare tier: adjoints through rows hi-1 down to the first needed row that is not a
+    scan or a rare binary op's array row (``_RARE_TIER``: arctan2, hypot, logaddexp, fmax, fmin,
+    remainder, fmod), or to lo; returns the row where it stopped. The common tier sweeps the
+    rows between (``jit._tiers``): the two alternate. Each row on its own, with ``sweep``'s
+    kernels (``_reverse_scan``; ``_reverse_rare``, the rare ops' branches of
+    ``_reverse_binary``), so a few CPU-s to compile where ``eager_sweep`` costs ~25. A binary
+    row that ``_reverse_binary_lines`` would split (broadcast by strides, or summing into a
+    one-element operand) stops it too: ``tier_of`` gives such tapes to ``eager_sweep``. A row
+    of a blocked run gets the same bits on its own as in its run (``common_run_sweep`` sweeps
+    the part of a run above such a row, and the part below once the rare rows are done),
+    unless adjoints of the run live in scratch (need bit LOCAL, a compiled plan's): it stops
+    there."""
+    i = hi
+    while i > lo:
+        r = i - 1
+        nd = need[r]
+        if nd == 0:
+            i = r
+            continue
+        code = R[r, 0]
+        op = code & 255
+        sa = R[r, 1]
+        sb = R[r, 2]
+        k = R[r, 3]
+        if k < 0 or not _RARE_TIER[op] or (nd | need[sa] | (need[sb] if sb >= 0 else 0)) & LOCAL:
+            break
+        n = S[k, 0]
+        scan = _FAMILY[op] == SCAN
+        if not scan and ((code >> 8) & 16 or (n > 0 and _sums_operand(nd, code))):
+            break
+        py = VA[r]
+        gy = GO[r]
+        pa = VA[sa]
+        ga = GO[sa]
+        pb = 0
+        gb = 0
+        if sb >= 0:
+            pb = VA[sb]
+            gb = GO[sb]
+        if nd & (FRESH_A | FRESH_B):
+            _fresh(G, ga, gb, nd, code, sa, sb, n)
+        if scan:
+            _reverse_scan(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        else:  # (what _reverse_binary_lines does with such a row)
+            _reverse_rare(code, nd, n, S[k, 1], S[k, 2], pa, ga, pb, gb, py, gy, G, IA, FA)
+        if nd & CLEAR:
+            _clear(G, gy, n)
+        i = r
+    return i
