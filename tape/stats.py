@@ -185,9 +185,12 @@ class _T(_Continuous):
         z2 = zs * zs
         v, w = dfs / (dfs + z2), z2 / (dfs + z2)
         near = _values(v) > 0.5
+        # where z^2 is 0 (z = 0, or |z| < 1e-154) each tail is |z|-shaped (dI/dw infinite, dw/dz
+        # zero): the centre's series stands in, and both branches see a finite stand-in point
+        center = (_values(z2) == 0.0) & ~inf
         a, b = 0.5 * dfs, 0.5
-        by_v = incomplete_beta(a, b, _safe(v, near, 0.5), log=log)
-        by_w = incomplete_beta(b, a, _safe(w, ~near, 0.5), upper=True, log=log)
+        by_v = incomplete_beta(a, b, _safe(v, near | center, 0.5), log=log)
+        by_w = incomplete_beta(b, a, _safe(w, ~near | center, 0.5), upper=True, log=log)
         tail = _where(near, by_w, by_v)  # (its log with log: add log(1/2))
         if log:
             small = tail - math.log(2.0)
@@ -197,9 +200,23 @@ class _T(_Continuous):
             big = 1.0 - small
         left = (zv < 0.0) != _KINDS[kind][0]  # the kind's value is the small tail
         value = _where(left, small, big)
+        if center.any():
+            value = _where(center, self._at_center(kind, zs, dfs), value)
         if normal.any():
             value = _where(normal, getattr(norm, kind)(zs), value)
         return _cumulative(kind, value, ok, inf & (zv < 0.0), inf & (zv > 0.0))
+
+    @staticmethod
+    def _at_center(kind, z, df):
+        """The kind's value where z^2 underflows to 0, from the cdf's series 1/2 + p0 z -
+        p0 (df + 1) z^3 / (6 df) + O(z^5) (p0 the density at 0): exact there with its
+        derivatives through the fourth, in z and df, where the tails' own are inf * 0."""
+        p0 = np.exp(gammaln(0.5 * (df + 1.0)) - gammaln(0.5 * df) - 0.5 * np.log(df * math.pi))
+        step = p0 * z * (1.0 - (df + 1.0) / (6.0 * df) * (z * z))
+        upper, log = _KINDS[kind]
+        if upper:
+            step = -step
+        return np.log1p(2.0 * step) - math.log(2.0) if log else 0.5 + step
 
     def cdf(self, x, df, loc=0.0, scale=1.0):
         return self._cumulative("cdf", x, df, loc, scale)

@@ -330,6 +330,35 @@ def test_cumulative_hypothesis(shape, x, df, p, k):
         np.testing.assert_allclose(float(g), fd, rtol=2e-4, atol=1e-7 * max(1.0, abs(want)))
 
 
+@pytest.mark.parametrize("kind", ["cdf", "logcdf", "sf", "logsf"])
+def test_t_cumulative_at_its_centre(kind):
+    """At z = 0 (and where z^2 underflows) the tails' own derivatives are inf * 0; the values and
+    derivatives there are the hand-derived ones: d/dx = +-pdf(0) (/ F(0) = 1/2 for the log
+    kinds), 0 in df at z = 0, and d^2/dx^2 = 0 for cdf / sf, -(pdf(0) / F(0))^2 for the log kinds; eager and replay."""
+    import math
+
+    upper, log = kind.endswith("sf"), kind.startswith("log")
+    for df in (0.7, 1.0, 7.0, 300.0):
+        p0 = math.exp(math.lgamma(0.5 * (df + 1.0)) - math.lgamma(0.5 * df)) \
+            / math.sqrt(df * math.pi)
+        slope = (-1.0 if upper else 1.0) * p0 * (2.0 if log else 1.0)
+        f = lambda x, d: np.sum(getattr(ts.t, kind)(x, d))
+        x = np.array([0.0, 1e-300, -1e-200])
+        v, (gx, gd) = tape.value_and_grad(f, argnums=(0, 1))(x, df)
+        assert float(v) == pytest.approx(3 * (-math.log(2.0) if log else 0.5), rel=1e-15)
+        np.testing.assert_allclose(gx, slope, rtol=1e-11)  # (lgamma's difference at df = 300)
+        assert abs(float(gd)) < 1e-190  # (p0'(df) z: 0 at z = 0, ~1e-201 at z = -1e-200)
+        cf = tape.compile(f, x, df, argnums=(0, 1))
+        v2, (gx2, gd2) = cf.value_and_grad(x, df)
+        np.testing.assert_array_equal(gx2, gx)
+        assert float(v2) == float(v) and float(gd2) == float(gd)
+        h = tape.grad(tape.grad(lambda y: getattr(ts.t, kind)(y, df)))(0.0)
+        assert float(h) == pytest.approx(-slope * slope if log else 0.0, rel=1e-12, abs=1e-300)
+        step = 1e-6  # just off the centre the tails take over: they agree with the series
+        np.testing.assert_allclose(tape.grad(lambda y: getattr(ts.t, kind)(y, df))(step),
+                                   slope, rtol=1e-6)
+
+
 def test_replay_follows_the_masks_when_values_cross_them():
     """The support masks and t's branch choices are comparisons of tensors, so tape.compile
     guards them: a replay whose values fall on the other side records again."""
