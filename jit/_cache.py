@@ -60,7 +60,7 @@ def njit(*args, **kwargs):
 # line per kind of work and process: a first eager gradient loads a few forward entries, its
 # passes and one reverse tier, and says so once, not once for each.
 WORK = (
-    ("the eager gradient's", "5-30 seconds",
+    ("the eager gradient's", "5-45 seconds",
      ("scalar_sweep", "array_sweep", "common_sweep", "common_run_sweep", "common_lines_sweep",
       "rare_sweep", "eager_sweep", "need_pass", "data_pointers", "build_tape", "arena_offsets",
       "whole_prepare", "whole_arena", "whole_outputs", "mark_swept", "unread_values",
