@@ -1,6 +1,6 @@
 """``jit.elementwise``: the eager recorder's elementwise values, by small entry points of
-``jit._interp`` each loaded (or compiled, under its own compile notice) the first time a row
-needs it, so that a first gradient compiles only the forward kernels its rows use:
+``jit._interp`` each loaded (or compiled, under the eager gradient's one compile notice) the
+first time a row needs it, so that a first gradient compiles only the forward kernels its rows use:
 ``elementwise_unary`` (the transcendental unary rows of ``jit.table.OWN_VALUE``) and one entry
 per group of binary rows in ``BINARY_ENTRIES``: + - * / (the strided broadcasts of
 ``tape.core.loop_values``), ``x ** p`` (the usual program's one binary row of ``OWN_VALUE``), and

@@ -18,8 +18,8 @@ them sweeps the 0-d rows among its rows too (the same ``_reverse_scalars`` loop)
 above a row it does not sweep, saying where; ``eager_sweep`` (every kind of row, ~22-25 CPU-s)
 takes a tape with a rare binary row the rare tier leaves (broadcast by strides, or summing
 into a one-element operand), and the rest of a range no other tier can go on with. Each is
-loaded, or compiled under its own compile notice, the first time it is called: a scalar loop
-(W1) compiles only the first, an array program of the benchmarks' rows (W2, W3, W5) only
+loaded, or compiled under the eager gradient's one notice, the first time it is called: a
+scalar loop (W1) compiles only the first, an array program of the benchmarks' rows (W2, W3, W5) only
 ``array_sweep``, one with ``x ** p``, np.clip, np.where or a small ``a @ b`` only
 ``common_sweep``, one with a cumsum or an arctan2 ``rare_sweep`` too, and no eager backward
 compiles ``sweep``. All run ``sweep``'s own code for each row, so the bits are the same. Once
@@ -136,8 +136,8 @@ def _tables():
 
 def _loaded_at_first_call(name: str, entry: str):
     """A stand-in for the tier `entry` of ``jit._interp``: its first call loads the entry (or
-    compiles it, under its notice) and rebinds module name `name` to the compiled function, so
-    later calls go straight to Numba."""
+    compiles it, under the compile notice) and rebinds module name `name` to the compiled
+    function, so later calls go straight to Numba."""
     def first_call(*args):
         from . import _interp
 

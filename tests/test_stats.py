@@ -334,7 +334,8 @@ def test_cumulative_hypothesis(shape, x, df, p, k):
 def test_t_cumulative_at_its_centre(kind):
     """At z = 0 (and where z^2 underflows) the tails' own derivatives are inf * 0; the values and
     derivatives there are the hand-derived ones: d/dx = +-pdf(0) (/ F(0) = 1/2 for the log
-    kinds), 0 in df at z = 0, and d^2/dx^2 = 0 for cdf / sf, -(pdf(0) / F(0))^2 for the log kinds; eager and replay."""
+    kinds), 0 in df at z = 0, and d^2/dx^2 = 0 for cdf / sf, -(pdf(0) / F(0))^2 for the log
+    kinds; eager and replay."""
     import math
 
     upper, log = kind.endswith("sf"), kind.startswith("log")
