@@ -7,6 +7,7 @@ entry points live in the generated module ``jit._interp`` and are imported on fi
 import enum
 
 from .table import FAMILIES, OPCODE, TABLE, table_hash
+from ._eager_values import BINARY_ENTRIES
 
 # need bit 4 (besides 1 and 2, operand a / b): the reverse sweep zeroes the row's adjoint once
 # swept, so that a compiled tape's arena is clean for its next call
@@ -45,12 +46,12 @@ class Need(enum.IntFlag):
     FRESH_B = FRESH_B
     VALUES = VALUES
 
+# (the eager recorder's elementwise entries: the unary one, and one per group of binary rows
+# that ``jit._eager_values.BINARY_ENTRIES`` names, which the generator renders from it too)
 ENTRY_POINTS = ("data_pointers", "need_pass", "local_pass", "seed_pass", "run_pass",
                 "reverse_run_pass", "scalar_sweep", "array_sweep", "common_sweep",
                 "common_run_sweep", "common_lines_sweep", "rare_sweep", "eager_sweep", "sweep",
-                "elementwise_arithmetic", "elementwise_unary", "elementwise_power",
-                "elementwise_arctan2", "elementwise_hypot", "elementwise_logaddexp",
-                "elementwise_fmax_fmin")
+                "elementwise_unary", *BINARY_ENTRIES)
 # the small per-tape passes of an eager backward (hand-written, in ``jit._plan``)
 PLANS = ("build_tape", "arena_offsets", "whole_prepare", "whole_arena", "whole_outputs",
          "mark_swept", "unread_values")
