@@ -15,6 +15,7 @@ from .numpy_ops import _impl as _numpy_impl  # noqa: F401  (registers NumPy func
 from .numpy_ops import _einsum  # noqa: F401  (registers np.einsum)
 from .numpy_ops import _compositions  # noqa: F401  (registers NumPy functions built from others)
 from .numpy_ops import _shapes  # noqa: F401  (registers shape and manipulation compositions)
+from .numpy_ops import _inplace  # noqa: F401  (registers np.copyto, np.put, ...: in-place writes)
 from .numpy_ops import _signals  # noqa: F401  (registers signal and sampled-function compositions)
 from .numpy_ops import _statistics  # noqa: F401  (registers statistics compositions)
 from .numpy_ops import _polynomials  # noqa: F401  (registers np.poly* and numpy.polynomial's functions)

@@ -38,7 +38,6 @@ _CONFIG = "configuration and introspection"
 _DTYPE = "dtypes and type promotion"
 _DATETIME = "dates and times"
 _INDICES = "integer index arrays from shapes"
-_INPLACE = "writes into a NumPy array in place: item assignment on a tensor records instead"
 _COMPLEX = "complex results"
 
 BY_NATURE_WHY = {
@@ -59,7 +58,7 @@ BY_NATURE_WHY = {
     **dict.fromkeys(["get_include", "get_printoptions", "getbufsize", "geterr", "geterrcall",
                      "info", "printoptions", "set_printoptions", "setbufsize", "seterr",
                      "seterrcall", "show_config", "show_runtime", "test", "isfortran",
-                     "isscalar", "iterable", "may_share_memory", "shares_memory",
+                     "isscalar", "iterable",
                      "nested_iters", "broadcast_shapes", "einsum_path", "linalg.test"],
                     _CONFIG),
     **dict.fromkeys(["can_cast", "common_type", "min_scalar_type", "mintypecode",
@@ -69,8 +68,6 @@ BY_NATURE_WHY = {
                      "datetime_as_string", "datetime_data"], _DATETIME),
     **dict.fromkeys(["diag_indices", "indices", "ix_", "mask_indices", "ravel_multi_index",
                      "unravel_index", "tril_indices", "triu_indices"], _INDICES),
-    **dict.fromkeys(["copyto", "fill_diagonal", "place", "put", "put_along_axis", "putmask"],
-                    _INPLACE),
     **dict.fromkeys(["sort_complex", "linalg.eig", "linalg.eigvals"], _COMPLEX),
     "polynomial.polyline": _CONSTRUCTOR,
     "polynomial.polytrim": "drops trailing coefficients by value",

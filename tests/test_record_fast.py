@@ -396,14 +396,16 @@ def test_new_axes_gradients_in_every_mode():
     np.testing.assert_allclose(np.tensordot(h, t0, axes=2), col, rtol=1e-6, atol=1e-6)
 
 
-def test_basic_slice_value_is_a_copy():
+def test_a_slice_of_a_leaf_records_a_copy_and_sees_later_writes():
     a = np.arange(12.0).reshape(3, 4)
     x = tape.tensor(a, requires_grad=True)
     y = x[:, 1:3]
-    assert y._v.flags.c_contiguous and y._v.flags.owndata
+    recorded = y._v
+    assert recorded.flags.c_contiguous and recorded.flags.owndata
     with tape.no_grad():
         x[...] = 0.0  # the leaf's buffer changes in place; the recorded value does not
-    np.testing.assert_array_equal(y._v, a[:, 1:3])
+    np.testing.assert_array_equal(recorded, a[:, 1:3])
+    np.testing.assert_array_equal(y.numpy(), 0.0)  # y is a view, as NumPy's: it sees the write
 
 
 INT_KEYS = [((6,), [3, 0, -1, 2, 2]), ((6,), [[1, 2], [5, 0]]), ((5, 3), [4, 0, 4]),

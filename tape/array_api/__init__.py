@@ -355,7 +355,7 @@ def squeeze(x, /, axis):
 
 
 def reshape(x, /, shape, *, copy=None):
-    r = np.reshape(x, shape)
+    r = np.reshape(x, shape, copy=copy)  # (a tensor's: a view unless copy, as NumPy's)
     return wrap(np.copy(r) if copy and type(r) is not Tensor else r)
 
 

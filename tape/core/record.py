@@ -671,7 +671,7 @@ def plain_key(key):
 
 
 def setitem(x, key, v):
-    """Functionalized x[key] = v: a scatter row, x rebound to the result."""
+    """Functionalized x[key] = v: a scatter row, whose result the caller rebinds x to."""
     key = plain_key(key)
     xv = x._v
     shape = _shape(xv)
@@ -683,7 +683,19 @@ def setitem(x, key, v):
     except ValueError as e:
         raise ValueError(f"item assignment: {e} (value shape {np.shape(vv)}, "
                          f"target shape {pos.shape})") from None
-    y = check_dtype(y, "item assignment")
+    return _scatter_row(x, v, check_dtype(y, "item assignment"), pos)
+
+
+def scatter_at(x, pos, v):
+    """x with x.flat[pos] = v (v broadcast to pos's shape; where a position repeats, the last
+    write wins, as in NumPy): a write through a view at its positions in the base."""
+    y = np.array(x._v, dtype=np.float64, copy=True)
+    y.reshape(-1)[pos] = raw(v)
+    return _scatter_row(x, v, check_dtype(y, "item assignment"), pos)
+
+
+def _scatter_row(x, v, y, pos):
+    """The scatter row whose value `y` is x with v written at the flat positions `pos`."""
     if not recording(x, v):
         return plain(y)
     t = current_tape()
@@ -697,7 +709,7 @@ def setitem(x, key, v):
         sv_ = broadcast_slot(t, v, pos.shape) if _size(v._v) != m or _shape(v._v) != pos.shape \
             else slot_in(t, v)
     else:
-        sv_ = t.const(constant(np.broadcast_to(vv, pos.shape)))
+        sv_ = t.const(constant(np.broadcast_to(raw(v), pos.shape)))
     off = t.add_ints(layouts.encode_scatter(flat_pos, win))
     return result(y, t, t.row(SCATTER, slot_in(t, x), sv_, y, _size(y), off))
 

@@ -21,14 +21,28 @@ from .values import constant
 _new = object.__new__
 
 
+class _Mark:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+ARRAY0 = _Mark("ARRAY0")  # Tensor._alias of a 0-d array (NumPy's np.array(3.0), not a scalar)
+
+
 class _LeafMeta:
     """What only leaves carry: the accumulated gradient and the buffer's version counter."""
 
-    __slots__ = ("grad", "version", "hooks", "post_hooks", "born")
+    __slots__ = ("grad", "version", "hooks", "post_hooks", "born", "written_at")
 
     def __init__(self):
         self.grad = None
         self.version = 0
+        self.written_at = None  # "file:line" of the last in-place write (for version errors)
         # the oldest tape that may import it, were it used at once (``tape.horizon``)
         t = state.tape
         self.born = t.id if t is not None and not t.sealed else newest_tape_id()
@@ -46,7 +60,10 @@ class Tensor:
     array([1.38177329, 1.38177329, 1.38177329])
     """
 
-    __slots__ = ("_v", "_tape", "_slot", "_rg", "_meta", "__weakref__")
+    # _alias: None for a tensor that shares its elements with no other (a 0-d one is then a
+    # scalar, immutable as NumPy's float64), ARRAY0 for a 0-d array, or the views.Alias that
+    # places it in the storage it shares with its base and views (tape/core/views.py)
+    __slots__ = ("_v", "_tape", "_slot", "_rg", "_meta", "_alias", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators with ndarrays to us
 
     # -- construction ---------------------------------------------------------------------------
@@ -63,6 +80,8 @@ class Tensor:
         self._slot = -1
         self._rg = False
         self._meta = None
+        # tape.tensor(3.0) is np.array(3.0): a 0-d array, written in place (not a scalar)
+        self._alias = ARRAY0 if type(v) is float else None
         if requires_grad:  # v is already a private copy: the leaf owns it as its buffer
             self._v = np.array(v) if type(v) is float else v
             self._meta = _LeafMeta()
@@ -319,6 +338,7 @@ def result(value, t, slot):
     r._slot = slot
     r._rg = True
     r._meta = None
+    r._alias = None
     return r
 
 
@@ -343,6 +363,7 @@ def array_row(t, code, a, b, value, n, iat=0):
     r._slot = slot
     r._rg = True
     r._meta = None
+    r._alias = None
     return r
 
 
@@ -367,6 +388,7 @@ def plain(value):
     r._slot = -1
     r._rg = False
     r._meta = None
+    r._alias = None
     return r
 
 
@@ -388,6 +410,7 @@ def leaf_sharing(buffer):
     r._slot = -1
     r._rg = True
     r._meta = _LeafMeta()
+    r._alias = None
     return r
 
 

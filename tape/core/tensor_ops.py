@@ -7,12 +7,12 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from . import bilinear as _bilinear, guards as _guards, record as _record
+from . import bilinear as _bilinear, guards as _guards, record as _record, views as _views
 from .hooks import RemovableHandle
 from .record import binary, unary
 from .state import state
 from .tape import MAX_ROWS
-from .tensor import Tensor, _new, general_tape, install, is_operand, plain, raw, slot_in
+from .tensor import ARRAY0, Tensor, _new, general_tape, install, is_operand, plain, raw, slot_in
 from .values import check_dtype
 
 _NEG = OPCODE["neg"]
@@ -112,6 +112,7 @@ def _binop(name, reflected=False):
                 r._slot = -1
                 r._rg = False
                 r._meta = None
+                r._alias = None
                 return r
             s1 = self._slot if (rs and self._tape is t) else slot_in(t, self)
             if ro and other._tape is t:
@@ -134,6 +135,7 @@ def _binop(name, reflected=False):
         r._slot = slot
         r._rg = True
         r._meta = None
+        r._alias = None
         return r
 
     op.__name__ = f"__{'r' if reflected else ''}{name}__"
@@ -141,12 +143,18 @@ def _binop(name, reflected=False):
 
 
 def _inplace(name):
+    """``x op= y``: NumPy's semantics. A scalar (np.float64) is immutable, so the name is rebound
+    to a new tensor; an array is written in place, and every view of it sees the write
+    (``views.assign``); a leaf that requires grad is written only under no_grad."""
     code = OPCODE[name]
     ufunc = _record.TABLE[code].ufunc
+    scalar_op = _binop(name)
 
     def op(self, other):
         if not (type(other) is Tensor or is_operand(other)):
             return NotImplemented
+        if self._alias is None and type(self._v) is float and self._meta is None:
+            return scalar_op(self, other)
         if self._meta is not None and self._rg:
             if state.grad:
                 raise RuntimeError(
@@ -155,14 +163,60 @@ def _inplace(name):
                     f"`x = x {_SYMBOL.get(name, name)} y` to create a new tensor.")
             ov = other._v if type(other) is Tensor else other
             ufunc(self._v, ov, out=self._v)
-            self._meta.version += 1
+            _views.leaf_written(self)
             return self
-        r = binary(code, self, other)
-        self._rebind(r)
+        _views.assign(self, fitted(self, binary(code, self, other)))
         return self
 
     op.__name__ = f"__i{name}__"
     return op
+
+
+def _inplace_fn(name, fn):
+    """``x op= y`` for an operator that is not a table row (//, %, @): fn(x, y) written back."""
+
+    def op(self, other):
+        if not (type(other) is Tensor or is_operand(other)):
+            return NotImplemented
+        r = fn(self, other)
+        if self._alias is None and type(self._v) is float and self._meta is None:
+            return r
+        if self._meta is not None and self._rg:
+            if state.grad:
+                raise RuntimeError(f"a leaf tensor that requires grad is being used in an "
+                                   f"in-place operation ({name})")
+            self._v[...] = fitted(self, r)._v
+            _views.leaf_written(self)
+            return self
+        _views.assign(self, fitted(self, r))
+        return self
+
+    op.__name__ = f"__i{name}__"
+    return op
+
+
+def fitted(target, r):
+    """r, the result of an in-place op on `target`: of target's shape, or NumPy's error."""
+    ts, rs = target.shape, r.shape if type(r) is Tensor else np.shape(r)
+    if rs != ts:
+        raise ValueError(f"non-broadcastable output operand with shape {_views.shape_text(ts)} "
+                         f"doesn't match the broadcast shape {_views.shape_text(rs)}")
+    return r
+
+
+_BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+
+
+def _may_view(key):
+    """Whether NumPy might answer x[key] with a view: key has no array or list of one or more
+    dimensions (NumPy's advanced indexing, always a copy)."""
+    for k in key if type(key) is tuple else (key,):
+        if not isinstance(k, _BASIC) and np.ndim(k.numpy() if type(k) is Tensor and not k._rg
+                                                 else k) != 0:
+            return False
+        if isinstance(k, (bool, np.bool_)):
+            return False
+    return True
 
 
 _SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
@@ -244,9 +298,9 @@ class TensorOperators:
     def __rmatmul__(self, other):
         return _bilinear.matmul(other, self) if is_operand(other) else NotImplemented
 
-    def __imatmul__(self, other):
-        self._rebind(_bilinear.matmul(self, other))
-        return self
+    __imatmul__ = _inplace_fn("matmul", lambda a, b: _bilinear.matmul(a, b))
+    __ifloordiv__ = _inplace_fn("floordiv", lambda a, b: a // b)
+    __imod__ = _inplace_fn("mod", lambda a, b: a % b)
 
     def __floordiv__(self, other):
         return plain(check_dtype(np.floor_divide(self._v, raw(other)), "//"))
@@ -295,19 +349,59 @@ class TensorOperators:
 
     # -- indexing -------------------------------------------------------------------------------
     def __getitem__(self, key):
-        return _record.getitem(self, key)
+        y = _record.getitem(self, key)
+        if type(key) is int:  # (the common case first: x[i] of a vector is a scalar)
+            return y if self.ndim < 2 else _views.derive(self, y, lambda p: p[key])
+        if _may_view(key):  # NumPy answers basic indexing with a view
+            key = _record.plain_key(key)
+            return _views.derive(self, y, lambda p: p[key])
+        return y
 
     def __setitem__(self, key, value):
+        a = self._alias
+        if a is None and type(self._v) is float and self._meta is None:
+            # NumPy's scalar refuses item assignment; array-API code (SciPy's) writes into 0-d
+            # results, its arrays: the scalar becomes the 0-d array it writes into
+            self._alias = a = ARRAY0
         if self._meta is not None and self._rg:
             if state.grad:
                 raise RuntimeError("a leaf tensor that requires grad is being used in an in-place "
                                    "operation (item assignment). Wrap it in `with tape.no_grad():`"
                                    " or assign into a copy: y = x.copy(); y[idx] = v.")
             self._v[_record.plain_key(key)] = raw(value)
-            self._meta.version += 1
+            _views.leaf_written(self)
             return
-        self._rebind(_record.setitem(self, key, value))
+        if type(a) is _views.Alias:
+            _views.assign_at(self, key, value)
+        else:
+            self._rebind(_record.setitem(self, key, value))
 
+    # -- NumPy's aliasing (tape/core/views.py) --------------------------------------------------
+    @property
+    def base(self):
+        """The tensor whose elements this view shares (NumPy's ``a.base``), else None."""
+        return _views.base_of(self)
+
+    def view(self, dtype=None, type=None):
+        """A new view of the same elements (float64 only)."""
+        if (dtype is not None and np.dtype(dtype) != np.float64) or type is not None:
+            raise TypeError("tapejit tensors are float64: view(dtype) of another dtype is not "
+                            "supported")
+        return _views.derive(self, self, lambda p: p.view())
+
+    @property
+    def real(self):
+        return self  # (NumPy: a real array's .real is the array itself)
+
+    @property
+    def imag(self):
+        v = np.zeros(self.shape)
+        v.flags.writeable = False  # NumPy's .imag of a real array: read-only zeros
+        return plain(v if v.ndim else 0.0)
+
+    def fill(self, value):
+        """Every element becomes `value` (NumPy's in-place ``a.fill``)."""
+        self[...] = value
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned array replaces

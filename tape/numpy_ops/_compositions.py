@@ -30,7 +30,7 @@ from ..core.tensor import Tensor, plain, raw, tensor
 
 @implements(np.real)
 def real(val):
-    return val * 1.0 if isinstance(val, Tensor) else np.real(val)
+    return val if isinstance(val, Tensor) else np.real(val)  # (NumPy: a real array itself)
 
 
 @implements(np.imag)

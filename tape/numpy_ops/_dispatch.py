@@ -14,7 +14,7 @@ import numpy as np
 
 from jit.table import OPCODE
 
-from ..core import bilinear, guards as _guards
+from ..core import bilinear, guards as _guards, views
 from ..core import record as rec
 from ..core.record import binary, unary
 from ..core.tensor import Tensor, install, is_operand, plain, raw
@@ -94,18 +94,34 @@ def _ufunc_call(ufunc, inputs, kwargs):
     if type(target) is not Tensor:
         if r.requires_grad:
             raise TypeError(f"numpy.{ufunc.__name__}: out= a NumPy array would drop the "
-                            "gradient; omit out= or pass a tensor")
+                            "gradient; write into a tensor instead (out = tnp.zeros(shape)), or "
+                            "omit out=")
         target[...] = r._v
         return target
+    if views.is_scalar(target):
+        raise TypeError("return arrays must be of ArrayType")
+    r = _into_shape(ufunc, r, target.shape)
     if target._meta is not None and target._rg:
         if rec.state.grad:
             raise RuntimeError("a leaf tensor that requires grad is being used in an in-place "
                                f"operation (numpy.{ufunc.__name__}, out=)")
         target._v[...] = r._v
-        target._meta.version += 1
+        views.leaf_written(target)
         return target
-    target._rebind(r)
+    views.assign(target, r)
     return target
+
+
+def _into_shape(ufunc, r, shape):
+    """r broadcast to an out= operand's shape, or NumPy's error when it is not its shape."""
+    if r.shape == shape:
+        return r
+    full = np.broadcast_shapes(r.shape, shape)
+    if full != shape:
+        raise ValueError(f"non-broadcastable output operand with shape "
+                         f"{views.shape_text(shape)} doesn't match the broadcast shape "
+                         f"{views.shape_text(full)}")
+    return FUNCS[np.broadcast_to].__wrapped__(r, shape)
 
 
 # Ufuncs of other libraries, mapped by the layer that knows them when one first reaches a tensor:

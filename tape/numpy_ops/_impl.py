@@ -9,6 +9,7 @@ are the same functions.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 
 import numpy as np
@@ -19,13 +20,32 @@ from ..core import bilinear, guards as _guards
 from ..core import record as rec
 from ..core import reductions
 from ..core.record import binary, gather, normalize_axes, unary
-from ..core.tensor import install, plain, raw
+from ..core.tensor import Tensor, install, plain, raw
+from ..core.views import derive, derive_each
 from ._assembly import assemble as _assemble
 from ._dispatch import EXPORTS, as_tensor, implements
 
 
 def _shape(x):
     return np.shape(raw(x))
+
+
+def viewing(np_fn):
+    """Make an implementation's result a view of its first argument (tape/core/views.py)
+    wherever NumPy's `np_fn`, given the same arguments, answers with a view."""
+    def deco(impl):
+        @functools.wraps(impl)
+        def wrapper(a, *args, **kwargs):
+            r = impl(a, *args, **kwargs)
+            return derive(a, r, lambda p: np_fn(p, *args, **kwargs)) if type(a) is Tensor else r
+
+        return wrapper
+
+    return deco
+
+
+def _view_of(a, fn, r):
+    return derive(a, r, fn)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,6 +195,7 @@ def _index_op(a, fn, *args, **kwargs):
 
 
 @implements(np.reshape)
+@viewing(np.reshape)
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if order != "C":
         raise TypeError("reshape: only order='C' is supported on tapejit tensors")
@@ -183,16 +204,21 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
 
 
 @implements(np.ravel)
+@viewing(np.ravel)
 def ravel(a, order="C"):
-    return reshape(a, -1, order)
+    if order != "C":
+        raise TypeError("ravel: only order='C' is supported on tapejit tensors")
+    return rec.reshape(as_tensor(a), -1)
 
 
 @implements(np.transpose)
+@viewing(np.transpose)
 def transpose(a, axes=None):
     return rec.transpose(as_tensor(a), axes)
 
 
 @implements(np.swapaxes)
+@viewing(np.swapaxes)
 def swapaxes(a, axis1, axis2):
     a = as_tensor(a)
     perm = list(range(a.ndim))
@@ -202,43 +228,50 @@ def swapaxes(a, axis1, axis2):
 
 
 @implements(np.moveaxis)
+@viewing(np.moveaxis)
 def moveaxis(a, source, destination):
     a = as_tensor(a)
     return gather(a, np.ascontiguousarray(np.moveaxis(_ids(a.shape), source, destination)))
 
 
 @implements(np.squeeze)
+@viewing(np.squeeze)
 def squeeze(a, axis=None):
     a = as_tensor(a)
     return rec.reshape(a, np.squeeze(np.empty(a.shape, dtype=np.int8), axis).shape)
 
 
 @implements(np.expand_dims)
+@viewing(np.expand_dims)
 def expand_dims(a, axis):
     a = as_tensor(a)
     return rec.reshape(a, np.expand_dims(np.empty(a.shape, dtype=np.int8), axis).shape)
 
 
 @implements(np.broadcast_to)
+@viewing(np.broadcast_to)
 def broadcast_to(array, shape, subok=False):
     a = as_tensor(array)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if a.shape == shape:
-        return a
+        return a  # (a read-only view of it: viewing makes the new object)
     return _index_op(a, lambda ids: np.broadcast_to(ids, shape))
 
 
 @implements(np.flip)
+@viewing(np.flip)
 def flip(m, axis=None):
     return _index_op(m, np.flip, axis)
 
 
 @implements(np.fliplr)
+@viewing(np.fliplr)
 def fliplr(m):
     return _index_op(m, np.fliplr)
 
 
 @implements(np.flipud)
+@viewing(np.flipud)
 def flipud(m):
     return _index_op(m, np.flipud)
 
@@ -260,6 +293,7 @@ def take_along_axis(arr, indices, axis=-1):
 
 
 @implements(np.diagonal)
+@viewing(np.diagonal)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     return _index_op(a, np.diagonal, offset, axis1, axis2)
 
@@ -312,7 +346,7 @@ def tril(m, k=0):
 def diag(v, k=0):
     v = as_tensor(v)
     if v.ndim == 2:
-        return diagonal(v, k)
+        return diagonal(v, k)  # (a read-only view, as NumPy's)
     if v.ndim != 1:
         raise ValueError("diag: input must be 1-d or 2-d")
     return _assemble(lambda ids, fill: _diag_fill(ids[0], k, fill), [v])
@@ -354,16 +388,20 @@ def vstack(tup, dtype=None, casting=None):
 
 @implements(np.split)
 def split(ary, indices_or_sections, axis=0):
-    a = as_tensor(ary)
-    parts = np.split(_ids(a.shape), indices_or_sections, axis)
-    return [gather(a, np.ascontiguousarray(p)) for p in parts]
+    return _split(np.split, ary, indices_or_sections, axis)
 
 
 @implements(np.array_split)
 def array_split(ary, indices_or_sections, axis=0):
+    return _split(np.array_split, ary, indices_or_sections, axis)
+
+
+def _split(np_split, ary, indices_or_sections, axis):
+    """The parts of a split: each a gather of its elements, and a view of `ary` (NumPy's are)."""
     a = as_tensor(ary)
-    parts = np.array_split(_ids(a.shape), indices_or_sections, axis)
-    return [gather(a, np.ascontiguousarray(p)) for p in parts]
+    parts = np_split(_ids(a.shape), indices_or_sections, axis)
+    return derive_each(a, [gather(a, np.ascontiguousarray(p)) for p in parts],
+                       lambda pos: np_split(pos, indices_or_sections, axis))
 
 
 @implements(np.pad)
@@ -380,14 +418,16 @@ def pad(array, pad_width, mode="constant", constant_values=0.0, **kw):
 
 @implements(np.atleast_1d)
 def atleast_1d(*arys):
-    res = [reshape(a, (1,)) if np.ndim(raw(a)) == 0 else as_tensor(a) for a in arys]
+    res = [_view_of(a, lambda p: np.atleast_1d(p), rec.reshape(a, (1,)))
+           if np.ndim(raw(a)) == 0 else as_tensor(a) for a in map(as_tensor, arys)]
     return res[0] if len(res) == 1 else res
 
 
 @implements(np.atleast_2d)
 def atleast_2d(*arys):
-    res = [reshape(a, (1,) * (2 - np.ndim(raw(a))) + _shape(a)) if np.ndim(raw(a)) < 2
-           else as_tensor(a) for a in arys]
+    res = [_view_of(a, lambda p: np.atleast_2d(p),
+                    rec.reshape(a, (1,) * (2 - np.ndim(raw(a))) + _shape(a)))
+           if np.ndim(raw(a)) < 2 else a for a in map(as_tensor, arys)]
     return res[0] if len(res) == 1 else res
 
 
@@ -521,7 +561,19 @@ class TensorNumpyMethods:
     def transpose(self, *axes):
         return transpose(self, None if not axes else (axes[0] if len(axes) == 1 else axes))
 
-    flatten = _method(ravel)
+    def flatten(self, order="C"):
+        """A copy of the elements as a vector (NumPy's; ravel gives a view where it can)."""
+        if order != "C":
+            raise TypeError("flatten: only order='C' is supported on tapejit tensors")
+        return rec.reshape(self, -1)
+
+    def sort(self, axis=-1, kind=None, order=None, stable=None):
+        """Sort in place (NumPy's ``a.sort``): every view of the tensor sees the order."""
+        self[...] = sort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def put(self, indices, values, mode="raise"):
+        """NumPy's ``a.put``: ``np.put(self, indices, values, mode)``."""
+        np.put(self, indices, values, mode)
 
 
 for _name in ("sum", "prod", "max", "min", "mean", "var", "std", "cumsum", "cumprod", "ravel",

@@ -15,7 +15,9 @@ import numpy as np
 
 from ._composing import ndim_of, one_axis
 from ._dispatch import as_tensor, implements
+from . import _impl
 from ._impl import _no_extras
+from ..core.views import derive
 from ..core.record import normalize_axes
 from ..core.tensor import raw
 from ..core.tensor import Tensor
@@ -30,12 +32,9 @@ def atleast_3d(*arys):
     out = []
     for a in arys:
         a = as_tensor(a)
-        if a.ndim == 0:
-            a = np.reshape(a, (1, 1, 1))
-        elif a.ndim == 1:
-            a = a[None, :, None]
-        elif a.ndim == 2:
-            a = a[:, :, None]
+        if a.ndim < 3:
+            a = derive(a, np.reshape(a, (1, 1, 1)) if a.ndim == 0 else a[None, :, None]
+                       if a.ndim == 1 else a[:, :, None], np.atleast_3d)
         out.append(a)
     return out[0] if len(out) == 1 else tuple(out)
 
@@ -53,8 +52,13 @@ def dstack(tup):
 
 @implements(np.broadcast_arrays)
 def broadcast_arrays(*args, subok=False):
+    """The arguments broadcast; a tensor's result is a view of it (NumPy's: writeable, with a
+    warning on write)."""
     shape = np.broadcast_shapes(*(np.shape(raw(a)) for a in args))
-    return tuple(np.broadcast_to(a, shape) for a in args)
+    return tuple(np.broadcast_to(a, shape) if type(a) is not Tensor else a if a.shape == shape
+                 else derive(a, _impl.broadcast_to.__wrapped__(a, shape),
+                             lambda p: np.broadcast_arrays(p, np.empty(shape, np.int8))[0])
+                 for a in args)
 
 
 @implements(np.meshgrid)
@@ -72,7 +76,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         grids = [np.swapaxes(g, 0, 1) for g in grids]
     if not sparse:
         grids = list(broadcast_arrays(*grids))
-    return tuple(grids)
+    return tuple(np.copy(g) for g in grids) if copy else tuple(grids)
 
 
 @implements(np.rot90)
@@ -80,7 +84,7 @@ def rot90(m, k=1, axes=(0, 1)):
     k %= 4
     a0, a1 = axes
     if k == 0:
-        return m * 1.0
+        return as_tensor(m)[...]  # (NumPy's m[:]: a view)
     if k == 2:
         return np.flip(np.flip(m, a0), a1)
     order = list(range(ndim_of(m)))
@@ -103,7 +107,7 @@ implements(np.row_stack, name="row_stack")(lambda tup, *, dtype=None, casting="s
 @implements(np.unstack)
 def unstack(x, /, *, axis=0):
     ax = one_axis(axis, ndim_of(x))
-    return tuple(np.take(x, i, axis=ax) for i in range(np.shape(raw(x))[ax]))
+    return tuple(np.moveaxis(x, ax, 0))  # views, as NumPy's
 
 
 @implements(np.block)
@@ -283,7 +287,7 @@ def rollaxis(a, axis, start=0):
     start = start + n if start < 0 else start
     if axis < start:
         start -= 1
-    return np.moveaxis(a, axis, start) if axis != start else a * 1.0
+    return np.moveaxis(a, axis, start) if axis != start else as_tensor(a)[...]
 
 
 @implements(np.resize)

@@ -97,6 +97,7 @@ def _as_leaf(x, i, what="tape.grad"):
     leaf._slot = -1
     leaf._rg = True
     leaf._meta = _LeafMeta()
+    leaf._alias = None
     return leaf
 
 

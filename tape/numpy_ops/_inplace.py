@@ -1,0 +1,147 @@
+"""NumPy's functions that write into an array in place, on tensors (``copyto``, ``fill_diagonal``,
+``put``, ``place``, ``putmask``, ``put_along_axis``), and its questions about shared memory.
+
+Each runs NumPy's own function on an int64 *tag* array of the target's shape whose entries say
+which element of the source lands where (-1: untouched), so NumPy's broadcasting, repetition of
+a short source, index modes, last-write-wins and errors are NumPy's own. The write is then the
+target's, as an item assignment is (``tape/core/views.py``): every view of the target sees it,
+and the gradient flows through it to the source.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import record as rec, views
+from ..core.state import state
+from ..core.tensor import Tensor, raw
+from ._dispatch import implements
+
+
+def _source_ids(v):
+    """0..size-1 in v's shape: what NumPy's function writes into the tags in place of v."""
+    r = raw(v)
+    return np.arange(np.size(r), dtype=np.int64).reshape(np.shape(r))
+
+
+def _tags(shape):
+    return np.full(shape, -1, np.int64)
+
+
+def _target(a, src, name):
+    """`a` as the target of an in-place write (a tensor), or None when NumPy itself can write:
+    `a` a NumPy array and no tensor with a gradient to write into it."""
+    if type(a) is Tensor:
+        if views.is_scalar(a):
+            raise TypeError(f"numpy.{name}: the target is a scalar (a 0-d result of an op is an "
+                            "immutable np.float64, as in NumPy); write into an array")
+        return a
+    if type(src) is Tensor and src._rg:
+        raise TypeError(f"numpy.{name}: writing a tensor that carries a gradient into a NumPy "
+                        "array would drop the gradient; make the target a tensor "
+                        "(tnp.asarray(a), tnp.zeros(shape)) and write into that")
+    return None
+
+
+def _write(target, tag, src, name):
+    """target.flat[p] = src.flat[tag.flat[p]] wherever tag.flat[p] >= 0."""
+    flat = np.flatnonzero(tag.reshape(-1) >= 0)
+    which = tag.reshape(-1)[flat]
+    values = rec.gather(src, which) if type(src) is Tensor else \
+        np.reshape(np.asarray(src, dtype=np.float64), -1)[which]
+    if target._meta is not None and target._rg:  # a leaf: its own buffer, under no_grad
+        if state.grad:
+            raise RuntimeError(f"a leaf tensor that requires grad is being used in an in-place "
+                               f"operation (numpy.{name}). Wrap it in `with tape.no_grad():` or "
+                               "write into a copy: y = x.copy().")
+        np.reshape(target._v, -1)[flat] = raw(values)
+        views.leaf_written(target)
+        return
+    views.assign_flat(target, flat, values)
+
+
+def _float_source(src, casting):
+    dtype = np.asarray(raw(src)).dtype if type(src) is not Tensor else np.dtype(np.float64)
+    if not np.can_cast(dtype, np.float64, casting):
+        raise TypeError(f"Cannot cast array data from {dtype!r} to dtype('float64') according "
+                        f"to the rule {casting!r}")
+
+
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    t = _target(dst, src, "copyto")
+    if t is None:
+        return np.copyto(dst, raw(src), casting=casting, where=raw(where))
+    _float_source(src, casting)
+    tag = _tags(t.shape)
+    np.copyto(tag, _source_ids(src), where=raw(where))
+    _write(t, tag, src, "copyto")
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    t = _target(a, val, "fill_diagonal")
+    if t is None:
+        return np.fill_diagonal(a, raw(val), wrap)
+    tag = _tags(t.shape)
+    np.fill_diagonal(tag, _source_ids(val), wrap)
+    _write(t, tag, val, "fill_diagonal")
+
+
+@implements(np.put)
+def put(a, ind, v, mode="raise"):
+    t = _target(a, v, "put")
+    if t is None:
+        return np.put(a, raw(ind), raw(v), mode)
+    tag = _tags(t.size)
+    np.put(tag, raw(ind), _source_ids(v), mode)
+    _write(t, tag, v, "put")
+
+
+@implements(np.place)
+def place(arr, mask, vals):
+    t = _target(arr, vals, "place")
+    if t is None:
+        return np.place(arr, raw(mask), raw(vals))
+    tag = _tags(t.shape)
+    np.place(tag, raw(mask), _source_ids(vals).reshape(-1))
+    _write(t, tag, vals, "place")
+
+
+@implements(np.putmask)
+def putmask(a, mask, values):
+    t = _target(a, values, "putmask")
+    if t is None:
+        return np.putmask(a, raw(mask), raw(values))
+    tag = _tags(t.shape)
+    np.putmask(tag, raw(mask), _source_ids(values))
+    _write(t, tag, values, "putmask")
+
+
+@implements(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis):
+    t = _target(arr, values, "put_along_axis")
+    if t is None:
+        return np.put_along_axis(arr, raw(indices), raw(values), axis)
+    tag = _tags(t.shape)
+    np.put_along_axis(tag, raw(indices), _source_ids(values), axis)
+    _write(t, tag, values, "put_along_axis")
+
+
+# -- shared memory: tensors of one storage share the positions they hold in it ----------------
+
+
+def _shares(name, np_fn, bounds_only):
+    def impl(a, b, max_work=None):
+        if type(a) is Tensor and type(b) is Tensor:
+            return views.shares_memory(a, b, bounds_only)
+        return np_fn(raw(a), raw(b)) if max_work is None else np_fn(raw(a), raw(b), max_work)
+
+    impl.__name__ = name
+    impl.values_only = True  # (the coverage table lists it as values only)
+    return impl
+
+
+implements(np.shares_memory, name="shares_memory")(
+    _shares("shares_memory", np.shares_memory, False))
+implements(np.may_share_memory, name="may_share_memory")(
+    _shares("may_share_memory", np.may_share_memory, True))
