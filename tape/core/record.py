@@ -548,7 +548,7 @@ def getitem(x, key):
                 y = v[key]
                 sx = x._slot if x._tape is t else import_slot(t, x)
                 if type(y) is np.ndarray and y.ndim:
-                    return array_row(t, GATHER, sx, -1, y.copy(), y.size, off)
+                    return array_row(t, GATHER, sx, -1, _own(x, y), y.size, off)
                 y = check_dtype(y, "indexing")
                 return result(y, t, t.row(GATHER, sx, -1, y, _size(y), off))
     if hk is None:
@@ -565,9 +565,16 @@ def getitem(x, key):
         return gather(x, idx)
     if type(v) is np.ndarray:  # the value by NumPy's view, copied: flat[idx] element for element
         y = v[key]
-        y = y.copy() if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
+        y = _own(x, y) if type(y) is np.ndarray and y.ndim else check_dtype(y, "indexing")
         return _gathered(x, y, idx, ("gather", shape, hk))
     return gather(x, idx, cache_key=("gather", shape, hk))
+
+
+def _own(x, y):
+    """The value of a slice y of x's value: y itself where it is C-contiguous (x's value is never
+    written once recorded, so the slice reads it in place), else its elements gathered; a
+    leaf's buffer is written in place (no_grad), so a slice of it keeps a copy."""
+    return y if y.flags.c_contiguous and x._meta is None else y.copy()
 
 
 def _new_axes_only(key, ndim):
@@ -735,7 +742,7 @@ def reshape(x, shape):
     y = xv.reshape(shape) if type(xv) is np.ndarray else np.reshape(xv, shape)
     y = float(y) if y.ndim == 0 else y
     if not x._rg:
-        return plain(y if type(y) is float else y.copy())
+        return plain(y)  # (NumPy's view of a value nothing writes)
     t = state.rec
     if t is not None and not t.sealed and type(y) is not float:
         if x._meta is not None:

@@ -28,6 +28,11 @@ BACKWARD_TWICE = (
     "autograd.grad(); pass retain_graph=True to the first call if you need to backward again.")
 
 
+def written_at(meta):
+    """Where a leaf was last written in place, for the version errors: ' (written at f:n)'."""
+    return f" (written in place at {meta.written_at})" if meta.written_at else ""
+
+
 class SavedValue:
     __slots__ = ("_leaf", "_version", "_value", "_packed", "_unpack", "_shape", "_tape", "_slot",
                  "_saved_by", "_released")
@@ -65,8 +70,8 @@ class SavedValue:
                     f"one of the values needed for gradient computation has been modified by an "
                     f"in-place operation: the leaf tensor of shape {self._shape} saved by "
                     f"{self._saved_by} is at version {meta.version}; expected version "
-                    f"{self._version}. Compute the gradient before updating the tensor in place, "
-                    f"or record again after the update.")
+                    f"{self._version}{written_at(meta)}. Compute the gradient before updating "
+                    f"the tensor in place, or record again after the update.")
             return self._leaf._v
         if self._unpack is not None:
             v = self._unpack(self._packed)

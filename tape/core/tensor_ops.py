@@ -256,8 +256,15 @@ class TensorOperators:
             _guards.note(("np", "array"), (self,), np.array(v))
         return plain(v if type(v) is float else self.numpy())
 
-    def copy(self):
-        return _record.reshape(self, self.shape) if self.ndim else +self
+    def copy(self, order="C"):
+        if not self._rg:  # (a plain value may be handed out by np.asarray: a copy of its own)
+            v = self._v
+            r = plain(v if type(v) is float else v.copy())
+        else:
+            r = _record.reshape(self, self.shape) if self.ndim else +self
+        if r.ndim == 0 and self._alias is not None:  # a 0-d array's copy is one too
+            r._alias = ARRAY0
+        return r
 
     def astype(self, dtype, copy=True):
         if np.dtype(dtype) != np.float64:

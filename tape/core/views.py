@@ -154,11 +154,14 @@ def derive(x, y, fn):
     if type(a) is Alias:
         s, px = a.storage, a.pos
     elif is_scalar(x):
-        # a scalar has no views; NumPy gives a 0-d array for some ops on one (s[...])
-        if type(y) is Tensor and y.ndim == 0 and type(fn(np.float64(0.0))) is np.ndarray:
-            y = y if y is not x else _shallow(x)
-            y._alias = ARRAY0
-        return y
+        # NumPy's scalar answers most ops with a scalar (s.T, s.reshape(())); others view a
+        # new 0-d array made from it (s[None], s[...], a read-only broadcast_to): a view of a
+        # copy, never of the scalar
+        if type(fn(np.int64(0))) is not np.ndarray:
+            return y
+        copy = _shallow(x)
+        copy._alias = ARRAY0
+        return derive(copy, _shallow(x) if y is x else y, fn)
     else:
         s, px = None, _arange(x.size).reshape(x.shape)
     p = fn(px)
@@ -233,6 +236,7 @@ def assign_at(w, key, v):
     """w[key] = v for w in a storage: NumPy's index and broadcast errors, then the write at the
     positions ``pos[key]`` of the root."""
     pos = w._alias.pos
+    _writeable(pos, "assignment destination")  # (NumPy asks before it reads the key)
     key = _record.plain_key(key)
     vv = raw(v)
     np.empty(pos.shape)[key] = vv  # NumPy's own IndexError or broadcast error, if any
@@ -264,6 +268,13 @@ def _write(w, region, v, written, what):
         return
     s.cur = _record.scatter_at(s.cur, region, v)
     _refresh(s, written, None, None)
+
+
+def check_writeable(t, what):
+    """NumPy's error for a write into a read-only view (``diagonal``, ``broadcast_to``)."""
+    a = t._alias
+    if type(a) is Alias:
+        _writeable(a.pos, what)
 
 
 def _writeable(pos, what):
@@ -311,7 +322,7 @@ def _read(cur, p):
     it, or a gather."""
     if p.size == cur.size and p.flags.c_contiguous and p.size:  # every element, in order
         return cur if p.shape == cur.shape else _record.reshape(cur, p.shape)
-    return _record.gather(cur, np.ascontiguousarray(p))
+    return _record.gather(cur, np.array(p, order="C"))
 
 
 # -- leaves: written in place (no_grad), their views gathered again ---------------------------
@@ -352,7 +363,7 @@ def leaf_written(leaf, written=None):
 def _leaf_view(leaf, p):
     """A view of a leaf gathered from its buffer as it is now, recorded whatever the grad mode:
     a view of a leaf that requires grad stays one."""
-    idx = np.ascontiguousarray(p)
+    idx = np.array(p, order="C")
     y = check_dtype(np.reshape(leaf._v, -1)[idx], "indexing")
     t = current_tape()
     off = t.add_ints(idx)

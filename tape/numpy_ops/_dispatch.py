@@ -100,6 +100,7 @@ def _ufunc_call(ufunc, inputs, kwargs):
         return target
     if views.is_scalar(target):
         raise TypeError("return arrays must be of ArrayType")
+    views.check_writeable(target, "output array")
     r = _into_shape(ufunc, r, target.shape)
     if target._meta is not None and target._rg:
         if rec.state.grad:
@@ -116,7 +117,11 @@ def _into_shape(ufunc, r, shape):
     """r broadcast to an out= operand's shape, or NumPy's error when it is not its shape."""
     if r.shape == shape:
         return r
-    full = np.broadcast_shapes(r.shape, shape)
+    try:
+        full = np.broadcast_shapes(r.shape, shape)
+    except ValueError:
+        raise ValueError(f"operands could not be broadcast together with shapes "
+                         f"{views.shape_text(r.shape)} {views.shape_text(shape)}") from None
     if full != shape:
         raise ValueError(f"non-broadcastable output operand with shape "
                          f"{views.shape_text(shape)} doesn't match the broadcast shape "

@@ -221,6 +221,8 @@ def transpose(a, axes=None):
 @viewing(np.swapaxes)
 def swapaxes(a, axis1, axis2):
     a = as_tensor(a)
+    if a.ndim == 0:
+        raise np.exceptions.AxisError(axis1, 0)
     perm = list(range(a.ndim))
     i, j = normalize_axes((axis1,), a.ndim)[0], normalize_axes((axis2,), a.ndim)[0]
     perm[i], perm[j] = perm[j], perm[i]

@@ -14,7 +14,21 @@ import numpy as np
 from ..core import record as rec, views
 from ..core.state import state
 from ..core.tensor import Tensor, raw
+from . import _impl
 from ._dispatch import implements
+
+
+def _source(v):
+    """The values to write: a tensor, a list holding tensors stacked (recorded), or a float64
+    array."""
+    if type(v) is Tensor:
+        return v
+    if isinstance(v, (list, tuple)) and any(type(e) is Tensor or isinstance(e, (list, tuple))
+                                            for e in v):
+        parts = [_source(e) for e in v]
+        if any(type(p) is Tensor for p in parts):
+            return _impl.stack([p if type(p) is Tensor else _impl.as_tensor(p) for p in parts])
+    return np.asarray(v, dtype=np.float64)
 
 
 def _source_ids(v):
@@ -71,6 +85,7 @@ def copyto(dst, src, casting="same_kind", where=True):
     t = _target(dst, src, "copyto")
     if t is None:
         return np.copyto(dst, raw(src), casting=casting, where=raw(where))
+    src = _source(src)
     _float_source(src, casting)
     tag = _tags(t.shape)
     np.copyto(tag, _source_ids(src), where=raw(where))
@@ -82,6 +97,7 @@ def fill_diagonal(a, val, wrap=False):
     t = _target(a, val, "fill_diagonal")
     if t is None:
         return np.fill_diagonal(a, raw(val), wrap)
+    val = _source(val)
     tag = _tags(t.shape)
     np.fill_diagonal(tag, _source_ids(val), wrap)
     _write(t, tag, val, "fill_diagonal")
@@ -92,6 +108,7 @@ def put(a, ind, v, mode="raise"):
     t = _target(a, v, "put")
     if t is None:
         return np.put(a, raw(ind), raw(v), mode)
+    v = _source(v)
     tag = _tags(t.size)
     np.put(tag, raw(ind), _source_ids(v), mode)
     _write(t, tag, v, "put")
@@ -102,6 +119,7 @@ def place(arr, mask, vals):
     t = _target(arr, vals, "place")
     if t is None:
         return np.place(arr, raw(mask), raw(vals))
+    vals = _source(vals)
     tag = _tags(t.shape)
     np.place(tag, raw(mask), _source_ids(vals).reshape(-1))
     _write(t, tag, vals, "place")
@@ -112,6 +130,7 @@ def putmask(a, mask, values):
     t = _target(a, values, "putmask")
     if t is None:
         return np.putmask(a, raw(mask), raw(values))
+    values = _source(values)
     tag = _tags(t.shape)
     np.putmask(tag, raw(mask), _source_ids(values))
     _write(t, tag, values, "putmask")
@@ -122,6 +141,7 @@ def put_along_axis(arr, indices, values, axis):
     t = _target(arr, values, "put_along_axis")
     if t is None:
         return np.put_along_axis(arr, raw(indices), raw(values), axis)
+    values = _source(values)
     tag = _tags(t.shape)
     np.put_along_axis(tag, raw(indices), _source_ids(values), axis)
     _write(t, tag, values, "put_along_axis")

@@ -81,6 +81,14 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 
 @implements(np.rot90)
 def rot90(m, k=1, axes=(0, 1)):
+    axes = tuple(axes)
+    n = ndim_of(m)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == n:
+        raise ValueError("Axes must be different.")
+    if not (-n <= axes[0] < n and -n <= axes[1] < n):
+        raise ValueError(f"Axes={axes} out of range for array of ndim={n}.")
     k %= 4
     a0, a1 = axes
     if k == 0:
@@ -106,6 +114,8 @@ implements(np.row_stack, name="row_stack")(lambda tup, *, dtype=None, casting="s
 
 @implements(np.unstack)
 def unstack(x, /, *, axis=0):
+    if ndim_of(x) == 0:
+        raise ValueError("Input array must be at least 1-d.")
     ax = one_axis(axis, ndim_of(x))
     return tuple(np.moveaxis(x, ax, 0))  # views, as NumPy's
 

@@ -26,7 +26,7 @@ from .written_whole import adjoint_takers, written_whole
 from ..core.arrays import _FIELD, built_arrays
 from ..core.tape import horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
-from ..core.saved_value import BACKWARD_TWICE
+from ..core.saved_value import BACKWARD_TWICE, written_at
 from ..core.value_pool import MIN_CELLS as POOLED, give_back, take
 
 # Rows whose reverse rule never reads an operand's value: a leaf modified in place after
@@ -617,8 +617,9 @@ def _check_versions(t, A, live, need):
         raise RuntimeError(
             f"one of the values needed for gradient computation has been modified by an in-place "
             f"operation: the leaf tensor of shape {leaf.shape} used by op '{op}' is at version "
-            f"{leaf._meta.version}; expected version {version}. Compute the gradient before "
-            f"updating the tensor in place, or record again after the update.")
+            f"{leaf._meta.version}; expected version {version}{written_at(leaf._meta)}. "
+            f"Compute the gradient before updating the tensor in place, or record again after "
+            f"the update.")
 
 
 def _run_escape(t, A, slot, G, GO, nd, fresh=0, summed=None, threads=1):
