@@ -561,3 +561,31 @@ def test_random_programs_have_numpys_values_and_exact_gradients(steps, shape):
     t0 = rng.standard_normal(shape)
     np.testing.assert_allclose(tape.jvp(f, (x0,), (t0,))[1], np.sum(g * t0), rtol=1e-9,
                                atol=1e-9)
+
+
+def test_copies_of_a_view_own_their_elements():
+    import copy
+    import pickle
+
+    x = tape.tensor(np.ones((2, 2)))
+    v = x[0]
+    for c in (copy.copy(v), copy.deepcopy(v), pickle.loads(pickle.dumps(v))):
+        c += 1.0
+        np.testing.assert_array_equal(c.numpy(), [2.0, 2.0])
+        np.testing.assert_array_equal(x.numpy(), 1.0)
+    a = pickle.loads(pickle.dumps(tape.tensor(2.0)))  # a 0-d array stays one
+    b = a
+    a += 1.0
+    assert b.item() == 3.0
+
+
+def test_a_view_cannot_become_a_leaf():
+    x = tape.tensor(np.ones((2, 2)))
+    v = x[0]
+    with pytest.raises(RuntimeError, match="t.copy"):
+        v.requires_grad = True
+    with pytest.raises(RuntimeError, match="t.copy"):
+        x.requires_grad = True
+    del v
+    x.requires_grad = True  # its views are gone: it owns its elements again
+    assert x.is_leaf and x.base is None

@@ -30,7 +30,13 @@ class _Mark:
     def __repr__(self):
         return self.name
 
+    def __reduce__(self):
+        return self.name  # (the module's own object, after a copy or a pickle round trip)
 
+
+# set by tape/core/views.py (above this module): called before a tensor of a storage changes
+# requires_grad
+BEFORE_LEAF_CHANGE = [None]
 ARRAY0 = _Mark("ARRAY0")  # Tensor._alias of a 0-d array (NumPy's np.array(3.0), not a scalar)
 
 
@@ -130,6 +136,8 @@ class Tensor:
         if not self.is_leaf:
             raise RuntimeError("you can only change requires_grad of leaf tensors; use "
                                "t.detach() to get a leaf that shares no history")
+        if self._alias is not None and self._alias is not ARRAY0:
+            BEFORE_LEAF_CHANGE[0](self)  # (tape/core/views.py: a view cannot become a leaf)
         if flag:
             v = self._v
             self._v = np.array(v, dtype=np.float64)  # leaves own a buffer (even when 0-d)

@@ -204,7 +204,15 @@ def fitted(target, r):
     return r
 
 
+def _shallow_copy(t):
+    r = _new(Tensor)
+    r._v, r._tape, r._slot, r._rg, r._meta, r._alias = t._v, t._tape, t._slot, t._rg, t._meta, \
+        t._alias
+    return r
+
+
 _BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+_SIMPLE = frozenset((int, slice, type(None), type(Ellipsis)))
 
 
 def _may_view(key):
@@ -265,6 +273,10 @@ class TensorOperators:
         if r.ndim == 0 and self._alias is not None:  # a 0-d array's copy is one too
             r._alias = ARRAY0
         return r
+
+    def __copy__(self):
+        # copy.copy of a view is a copy of its elements (NumPy's), not a second name for them
+        return self.copy() if type(self._alias) is _views.Alias else _shallow_copy(self)
 
     def astype(self, dtype, copy=True):
         if np.dtype(dtype) != np.float64:
@@ -359,7 +371,13 @@ class TensorOperators:
         y = _record.getitem(self, key)
         if type(key) is int:  # (the common case first: x[i] of a vector is a scalar)
             return y if self.ndim < 2 else _views.derive(self, y, lambda p: p[key])
-        if _may_view(key):  # NumPy answers basic indexing with a view
+        if type(key) is tuple:
+            for k in key:
+                if type(k) not in _SIMPLE:
+                    break
+            else:  # ints, slices, None and Ellipsis: NumPy's basic indexing, a view
+                return _views.derive(self, y, lambda p: p[key])
+        if _may_view(key):  # (NumPy integers, 0-d keys, ...)
             key = _record.plain_key(key)
             return _views.derive(self, y, lambda p: p[key])
         return y

@@ -29,6 +29,7 @@ view costs what the view's row costs.
 """
 from __future__ import annotations
 
+import math
 import warnings
 import weakref
 
@@ -40,7 +41,7 @@ from . import record as _record
 from .callsite import caller
 from .state import state
 from .tape import current_tape
-from .tensor import ARRAY0, Tensor, _new, plain, raw, result, slot_in
+from .tensor import ARRAY0, BEFORE_LEAF_CHANGE, Tensor, _new, plain, raw, result, slot_in
 from .values import check_dtype
 
 _GATHER = OPCODE["gather"]
@@ -51,7 +52,9 @@ _EXACT_WORK = 1 << 12  # np.shares_memory's budget for an overlap test (past it:
 # Positions
 
 _ARANGES = {}  # size -> the int64 arange that every storage of that size takes positions from
-_ARANGE_CELLS = 1 << 24  # the cache holds at most this many cells (a larger size is not kept)
+_LARGE = weakref.WeakValueDictionary()  # the same for large sizes, while a storage holds one
+_KEPT_CELLS = 1 << 24  # the sizes kept after their storages are gone hold at most this many
+_LARGE_CELLS = 1 << 20  # a size above this is kept only while a storage uses it
 
 
 def _arange(n):
@@ -59,11 +62,15 @@ def _arange(n):
     never written, and positions of two storages are never compared)."""
     a = _ARANGES.get(n)
     if a is None:
-        a = np.arange(n, dtype=np.int64)
-        if n <= _ARANGE_CELLS:
-            if sum(_ARANGES) + n > _ARANGE_CELLS:
-                _ARANGES.clear()
-            _ARANGES[n] = a
+        a = _LARGE.get(n) if n > _LARGE_CELLS else None
+        if a is None:
+            a = np.arange(n, dtype=np.int64)
+            if n > _LARGE_CELLS:
+                _LARGE[n] = a
+            else:
+                if sum(_ARANGES) + n > _KEPT_CELLS:
+                    _ARANGES.clear()
+                _ARANGES[n] = a
     return a
 
 
@@ -74,15 +81,32 @@ class Storage:
     tensor for the root's current value and row (the leaf itself for a leaf root); ``root`` a
     weak reference to the user's root tensor; ``members`` weak references to the views."""
 
-    __slots__ = ("ids", "cur", "root", "members", "prune_at")
+    __slots__ = ("ids", "_cur", "_state", "root", "members", "prune_at")
 
     def __init__(self, root, ids):
         self.ids = ids
-        self.cur = root if _is_leaf(root) else _shallow(root)
+        if root._meta is not None and root._rg:
+            self._cur = root
+        else:  # (the root's state, made a tensor when a write first needs it: most views
+            self._cur = None  # are read and dropped, and a tensor costs more than a tuple)
+            self._state = (root._v, root._tape, root._slot, root._rg)
         self.root = weakref.ref(root)
         self.members = []
         self.prune_at = 16
         root._alias = Alias(self, ids)
+
+    @property
+    def cur(self):
+        c = self._cur
+        if c is None:
+            c = self._cur = _new(Tensor)
+            c._v, c._tape, c._slot, c._rg = self._state
+            c._meta = c._alias = None
+        return c
+
+    @cur.setter
+    def cur(self, t):
+        self._cur = t
 
     def add(self, t):
         members = self.members
@@ -108,6 +132,32 @@ class Alias:
         self.storage = storage
         self.pos = pos
 
+    def __reduce__(self):
+        # a deep copy or an unpickled tensor owns its elements, as a copy of a NumPy view does
+        return (_standalone, (self.pos.ndim == 0,))
+
+
+def _standalone(zero_d):
+    return ARRAY0 if zero_d else None
+
+
+def detach_for_leaf(t):
+    """Before t becomes (or stops being) a leaf: a tensor that shares its elements with live
+    others cannot, since a leaf owns its buffer; one whose views are all gone leaves its
+    storage."""
+    a = t._alias
+    if type(a) is not Alias:
+        return
+    s = a.storage
+    if a.pos is not s.ids or next(s.live(), None) is not None:
+        raise RuntimeError("requires_grad of a tensor that shares its elements with others (a "
+                           "view, or a base with live views) cannot change: a leaf owns its "
+                           "buffer. Take a copy first: t = t.copy(); t.requires_grad = True")
+    t._alias = None
+
+
+BEFORE_LEAF_CHANGE[0] = detach_for_leaf
+
 
 def _is_leaf(t):
     return t._meta is not None and t._rg
@@ -125,12 +175,24 @@ def _shallow(t):
     return r
 
 
+_ROOT_POSITIONS = {}  # shape -> the positions of a root of that shape (shared: never written)
+
+
+def _root_positions(shape):
+    px = _arange(math.prod(shape)).reshape(shape)
+    if len(_ROOT_POSITIONS) > 256:
+        _ROOT_POSITIONS.clear()
+    if px.base is _ARANGES.get(px.size):  # (a large size's arange is not kept)
+        _ROOT_POSITIONS[shape] = px
+    return px
+
+
 def positions(x):
     """The positions of x's elements in its storage's root, or in x itself when it has none."""
     a = x._alias
     if type(a) is Alias:
         return a.pos
-    return _arange(x.size).reshape(x.shape)
+    return _root_positions(x.shape)
 
 
 def shape_text(shape):
@@ -163,7 +225,11 @@ def derive(x, y, fn):
         copy._alias = ARRAY0
         return derive(copy, _shallow(x) if y is x else y, fn)
     else:
-        s, px = None, _arange(x.size).reshape(x.shape)
+        shape = x.shape
+        px = _ROOT_POSITIONS.get(shape)
+        if px is None:
+            px = _root_positions(shape)
+        s = None
     p = fn(px)
     if type(p) is not np.ndarray or p.base is not px.base:
         return y  # a copy (or a scalar), as NumPy's
