@@ -37,7 +37,11 @@ def asarray(a, dtype=None):
     return _tensor(a)
 
 
-array = asarray
+def array(a, dtype=None, copy=True):
+    """``tnp.asarray``, but a tensor is copied unless ``copy=False`` (NumPy's ``np.array``: the
+    result never shares elements with `a`)."""
+    r = asarray(a, dtype)
+    return r.copy() if copy and r is a else r
 
 
 def _holds_tensor(seq):

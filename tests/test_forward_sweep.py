@@ -136,7 +136,11 @@ def test_binary_formula_same_bits_as_the_eager_0d_path(op):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.array([SCALAR[OPCODE[op.name]](float(u), float(v)) for u, v in zip(a, b)])
-    d = ulps(rec.value(rec.y._slot), want)
+    got = rec.value(rec.y._slot)
+    d = ulps(got, want)
+    if op.name == "logaddexp":  # (its bound is absolute, docs/design.md: near a zero result
+        # the formula cancels, and where the sweep runs as Python, NumPy's exp and log1p)
+        d = np.abs(got - want) / np.spacing(np.maximum(np.abs(a), np.abs(b)))
     assert d.max() <= ULPS.get(op.name, 0), (op.name, a[d > 0][:4], b[d > 0][:4])
 
 

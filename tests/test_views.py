@@ -189,6 +189,9 @@ def test_a_0d_result_is_a_scalar_and_a_0d_view_an_array():
     z = x[..., 1]  # NumPy: a 0-d view of x
     z += 5.0
     np.testing.assert_array_equal(x.numpy(), [0.0, 6.0, 2.0])
+    arr = tnp.array(x)  # np.array copies, np.asarray does not
+    arr += 1.0
+    assert tnp.asarray(x) is x and x.numpy()[0] == 0.0
     a = tnp.zeros(())  # a 0-d array: written in place, every name sees it
     b = a
     a += 2.0
@@ -296,6 +299,13 @@ def test_a_leaf_written_under_no_grad_updates_its_views_and_their_gradient():
     np.testing.assert_array_equal(w.numpy(), [0.0, 10.0, 20.0, -1.0])
     np.testing.assert_array_equal(v.numpy(), [10.0, 20.0])
     np.testing.assert_array_equal(r.numpy(), [[0.0, 10.0], [20.0, -1.0]])
+    c = r[:, 1]  # a view of a view of the leaf
+    with tape.no_grad():
+        c -= 1.0
+    np.testing.assert_array_equal(w.numpy(), [0.0, 9.0, 20.0, -2.0])
+    np.testing.assert_array_equal(v.numpy(), [9.0, 20.0])
+    with tape.no_grad():
+        c += 1.0
     loss = np.sum(v * v) + np.sum(r * 2.0)
     loss.backward()
     np.testing.assert_array_equal(w.grad, [2.0, 22.0, 42.0, 2.0])

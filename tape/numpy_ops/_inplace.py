@@ -80,71 +80,55 @@ def _float_source(src, casting):
                         f"to the rule {casting!r}")
 
 
+def _tagged(a, values, name, write_tags, write_numpy):
+    """NumPy's in-place function `name` on target `a`: ``write_tags(tags, ids)`` runs it on the
+    tags with the values' ids in their place; ``write_numpy()`` runs it on a NumPy target."""
+    t = _target(a, values, name)
+    if t is None:
+        return write_numpy()
+    values = _source(values)
+    tags = _tags(t.shape)
+    write_tags(tags, _source_ids(values))
+    _write(t, tags, values, name)
+
+
 @implements(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
-    t = _target(dst, src, "copyto")
-    if t is None:
-        return np.copyto(dst, raw(src), casting=casting, where=raw(where))
-    src = _source(src)
-    _float_source(src, casting)
-    tag = _tags(t.shape)
-    np.copyto(tag, _source_ids(src), where=raw(where))
-    _write(t, tag, src, "copyto")
+    if type(dst) is Tensor:
+        _float_source(src, casting)
+    _tagged(dst, src, "copyto", lambda tags, ids: np.copyto(tags, ids, where=raw(where)),
+            lambda: np.copyto(dst, raw(src), casting=casting, where=raw(where)))
 
 
 @implements(np.fill_diagonal)
 def fill_diagonal(a, val, wrap=False):
-    t = _target(a, val, "fill_diagonal")
-    if t is None:
-        return np.fill_diagonal(a, raw(val), wrap)
-    val = _source(val)
-    tag = _tags(t.shape)
-    np.fill_diagonal(tag, _source_ids(val), wrap)
-    _write(t, tag, val, "fill_diagonal")
+    _tagged(a, val, "fill_diagonal", lambda tags, ids: np.fill_diagonal(tags, ids, wrap),
+            lambda: np.fill_diagonal(a, raw(val), wrap))
 
 
 @implements(np.put)
 def put(a, ind, v, mode="raise"):
-    t = _target(a, v, "put")
-    if t is None:
-        return np.put(a, raw(ind), raw(v), mode)
-    v = _source(v)
-    tag = _tags(t.size)
-    np.put(tag, raw(ind), _source_ids(v), mode)
-    _write(t, tag, v, "put")
+    _tagged(a, v, "put", lambda tags, ids: np.put(tags, raw(ind), ids, mode),
+            lambda: np.put(a, raw(ind), raw(v), mode))
 
 
 @implements(np.place)
 def place(arr, mask, vals):
-    t = _target(arr, vals, "place")
-    if t is None:
-        return np.place(arr, raw(mask), raw(vals))
-    vals = _source(vals)
-    tag = _tags(t.shape)
-    np.place(tag, raw(mask), _source_ids(vals).reshape(-1))
-    _write(t, tag, vals, "place")
+    _tagged(arr, vals, "place", lambda tags, ids: np.place(tags, raw(mask), ids.reshape(-1)),
+            lambda: np.place(arr, raw(mask), raw(vals)))
 
 
 @implements(np.putmask)
 def putmask(a, mask, values):
-    t = _target(a, values, "putmask")
-    if t is None:
-        return np.putmask(a, raw(mask), raw(values))
-    values = _source(values)
-    tag = _tags(t.shape)
-    np.putmask(tag, raw(mask), _source_ids(values))
-    _write(t, tag, values, "putmask")
+    _tagged(a, values, "putmask", lambda tags, ids: np.putmask(tags, raw(mask), ids),
+            lambda: np.putmask(a, raw(mask), raw(values)))
 
 
 @implements(np.put_along_axis)
 def put_along_axis(arr, indices, values, axis):
-    t = _target(arr, values, "put_along_axis")
-    if t is None:
-        return np.put_along_axis(arr, raw(indices), raw(values), axis)
-    values = _source(values)
-    tag = _tags(t.shape)
-    np.put_along_axis(tag, raw(indices), _source_ids(values), axis)
-    _write(t, tag, values, "put_along_axis")
+    _tagged(arr, values, "put_along_axis",
+            lambda tags, ids: np.put_along_axis(tags, raw(indices), ids, axis),
+            lambda: np.put_along_axis(arr, raw(indices), raw(values), axis))
 
 
 # -- shared memory: tensors of one storage share the positions they hold in it ----------------
