@@ -45,6 +45,7 @@ from .tensor import ARRAY0, BEFORE_LEAF_CHANGE, Tensor, _new, plain, raw, result
 from .values import check_dtype
 
 _GATHER = OPCODE["gather"]
+_ref = weakref.ref
 _F64 = np.dtype(np.float64)
 _EXACT_WORK = 1 << 12  # np.shares_memory's budget for an overlap test (past it: overlapping)
 
@@ -81,17 +82,18 @@ class Storage:
     tensor for the root's current value and row (the leaf itself for a leaf root); ``root`` a
     weak reference to the user's root tensor; ``members`` weak references to the views."""
 
-    __slots__ = ("ids", "_cur", "_state", "root", "members", "prune_at")
+    __slots__ = ("ids", "_cur", "_v", "_tape", "_slot", "_rg", "root", "members", "prune_at")
 
-    def __init__(self, root, ids):
+    def __init__(self, root, ids, view):
+        """The storage of `root`, whose positions are `ids`, on its first `view`."""
         self.ids = ids
         if root._meta is not None and root._rg:
             self._cur = root
         else:  # (the root's state, made a tensor when a write first needs it: most views
-            self._cur = None  # are read and dropped, and a tensor costs more than a tuple)
-            self._state = (root._v, root._tape, root._slot, root._rg)
-        self.root = weakref.ref(root)
-        self.members = []
+            self._cur = None  # are read and dropped)
+            self._v, self._tape, self._slot, self._rg = root._v, root._tape, root._slot, root._rg
+        self.root = _ref(root)
+        self.members = [_ref(view)]
         self.prune_at = 16
         root._alias = Alias(self, ids)
 
@@ -100,17 +102,19 @@ class Storage:
         c = self._cur
         if c is None:
             c = self._cur = _new(Tensor)
-            c._v, c._tape, c._slot, c._rg = self._state
+            c._v, c._tape, c._slot, c._rg = self._v, self._tape, self._slot, self._rg
             c._meta = c._alias = None
+            self._v = self._tape = None
         return c
 
     @cur.setter
     def cur(self, t):
         self._cur = t
+        self._v = self._tape = None  # (an older root value is not kept)
 
     def add(self, t):
         members = self.members
-        members.append(weakref.ref(t))
+        members.append(_ref(t))
         if len(members) >= self.prune_at:  # a loop of views: the dead ones go, amortized O(1)
             members[:] = [r for r in members if r() is not None]
             self.prune_at = 2 * len(members) + 16
@@ -215,8 +219,8 @@ def derive(x, y, fn):
     a = x._alias
     if type(a) is Alias:
         s, px = a.storage, a.pos
-    elif is_scalar(x):
-        # NumPy's scalar answers most ops with a scalar (s.T, s.reshape(())); others view a
+    elif a is None and x._meta is None and type(x._v) is float:
+        # a scalar: NumPy's answers most ops with a scalar (s.T, s.reshape(())); others view a
         # new 0-d array made from it (s[None], s[...], a read-only broadcast_to): a view of a
         # copy, never of the scalar
         if type(fn(np.int64(0))) is not np.ndarray:
@@ -225,22 +229,22 @@ def derive(x, y, fn):
         copy._alias = ARRAY0
         return derive(copy, _shallow(x) if y is x else y, fn)
     else:
-        shape = x.shape
-        px = _ROOT_POSITIONS.get(shape)
-        if px is None:
-            px = _root_positions(shape)
         s = None
+        px = _ROOT_POSITIONS.get(x.shape)
+        if px is None:
+            px = _root_positions(x.shape)
     p = fn(px)
     if type(p) is not np.ndarray or p.base is not px.base:
         return y  # a copy (or a scalar), as NumPy's
     if p is px:
         return x  # NumPy returns the operand itself (np.atleast_1d of an array)
-    if s is None:
-        s = Storage(x, px)
     if y is x or y._alias is not None:  # NumPy returns a new array object: so do we
         y = _record.reshape(y, y.shape) if _is_leaf(y) else _shallow(y)
+    if s is None:  # (x's first view: the common case, written out)
+        s = Storage(x, px, y)
+    else:
+        s.add(y)
     y._alias = Alias(s, p)
-    s.add(y)
     return y
 
 
