@@ -178,16 +178,16 @@ def _inplace_fn(name, fn):
     def op(self, other):
         if not (type(other) is Tensor or is_operand(other)):
             return NotImplemented
-        r = fn(self, other)
-        if self._alias is None and type(self._v) is float and self._meta is None:
-            return r
         if self._meta is not None and self._rg:
             if state.grad:
                 raise RuntimeError(f"a leaf tensor that requires grad is being used in an "
                                    f"in-place operation ({name})")
-            self._v[...] = fitted(self, r)._v
+            self._v[...] = fitted(self, fn(self, other))._v
             _views.leaf_written(self)
             return self
+        r = fn(self, other)
+        if self._alias is None and type(self._v) is float:
+            return r  # a scalar: immutable
         _views.assign(self, fitted(self, r))
         return self
 

@@ -46,7 +46,6 @@ from .values import check_dtype
 
 _GATHER = OPCODE["gather"]
 _ref = weakref.ref
-_F64 = np.dtype(np.float64)
 _EXACT_WORK = 1 << 12  # np.shares_memory's budget for an overlap test (past it: overlapping)
 
 # ---------------------------------------------------------------------------------------------
