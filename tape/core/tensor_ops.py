@@ -142,47 +142,25 @@ def _binop(name, reflected=False):
     return op
 
 
-def _inplace(name):
-    """``x op= y``: NumPy's semantics. A scalar (np.float64) is immutable, so the name is rebound
-    to a new tensor; an array is written in place, and every view of it sees the write
-    (``views.assign``); a leaf that requires grad is written only under no_grad."""
-    code = OPCODE[name]
-    ufunc = _record.TABLE[code].ufunc
-    scalar_op = _binop(name)
+def _inplace(name, fn, ufunc=None):
+    """``x op= y`` as NumPy does it, with ``fn(x, y)`` the op. A scalar (np.float64) is
+    immutable, so the name is rebound to the new tensor; an array is written in place, and every
+    view of it sees the write (``views.assign``); a leaf that requires grad is written only under
+    no_grad (by NumPy's `ufunc` into its buffer, where the op is one)."""
 
     def op(self, other):
         if not (type(other) is Tensor or is_operand(other)):
             return NotImplemented
-        if self._alias is None and type(self._v) is float and self._meta is None:
-            return scalar_op(self, other)
         if self._meta is not None and self._rg:
             if state.grad:
                 raise RuntimeError(
                     f"a leaf tensor that requires grad is being used in an in-place operation "
                     f"({name}). Wrap optimiser steps in `with tape.no_grad():`, or use "
                     f"`x = x {_SYMBOL.get(name, name)} y` to create a new tensor.")
-            ov = other._v if type(other) is Tensor else other
-            ufunc(self._v, ov, out=self._v)
-            _views.leaf_written(self)
-            return self
-        _views.assign(self, fitted(self, binary(code, self, other)))
-        return self
-
-    op.__name__ = f"__i{name}__"
-    return op
-
-
-def _inplace_fn(name, fn):
-    """``x op= y`` for an operator that is not a table row (//, %, @): fn(x, y) written back."""
-
-    def op(self, other):
-        if not (type(other) is Tensor or is_operand(other)):
-            return NotImplemented
-        if self._meta is not None and self._rg:
-            if state.grad:
-                raise RuntimeError(f"a leaf tensor that requires grad is being used in an "
-                                   f"in-place operation ({name})")
-            self._v[...] = fitted(self, fn(self, other))._v
+            if ufunc is not None:
+                ufunc(self._v, raw(other), out=self._v)
+            else:
+                self._v[...] = fitted(self, fn(self, other))._v
             _views.leaf_written(self)
             return self
         r = fn(self, other)
@@ -227,7 +205,8 @@ def _may_view(key):
     return True
 
 
-_SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**"}
+_SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**",
+           "matmul": "@", "floordiv": "//", "mod": "%"}
 
 
 class TensorOperators:
@@ -296,11 +275,11 @@ class TensorOperators:
     __rtruediv__ = _binop("divide", True)
     __pow__ = _binop("power")
     __rpow__ = _binop("power", True)
-    __iadd__ = _inplace("add")
-    __isub__ = _inplace("subtract")
-    __imul__ = _inplace("multiply")
-    __itruediv__ = _inplace("divide")
-    __ipow__ = _inplace("power")
+    __iadd__ = _inplace("add", __add__, np.add)
+    __isub__ = _inplace("subtract", __sub__, np.subtract)
+    __imul__ = _inplace("multiply", __mul__, np.multiply)
+    __itruediv__ = _inplace("divide", __truediv__, np.divide)
+    __ipow__ = _inplace("power", __pow__, np.power)
 
     def __neg__(self):
         return unary(_NEG, self)
@@ -317,9 +296,9 @@ class TensorOperators:
     def __rmatmul__(self, other):
         return _bilinear.matmul(other, self) if is_operand(other) else NotImplemented
 
-    __imatmul__ = _inplace_fn("matmul", lambda a, b: _bilinear.matmul(a, b))
-    __ifloordiv__ = _inplace_fn("floordiv", lambda a, b: a // b)
-    __imod__ = _inplace_fn("mod", lambda a, b: a % b)
+    __imatmul__ = _inplace("matmul", lambda a, b: _bilinear.matmul(a, b))
+    __ifloordiv__ = _inplace("floordiv", lambda a, b: a // b)
+    __imod__ = _inplace("mod", lambda a, b: a % b)
 
     def __floordiv__(self, other):
         return plain(check_dtype(np.floor_divide(self._v, raw(other)), "//"))

@@ -263,7 +263,7 @@ def base_of(x):
     if root is None:  # the root tensor is gone, its storage not: give it an object again
         root = s.cur if _is_leaf(s.cur) else _shallow(s.cur)
         root._alias = Alias(s, s.ids)
-        s.root = weakref.ref(root)
+        s.root = _ref(root)
     return root
 
 

@@ -44,10 +44,6 @@ def viewing(np_fn):
     return deco
 
 
-def _view_of(a, fn, r):
-    return derive(a, r, fn)
-
-
 # ---------------------------------------------------------------------------------------------
 # Reductions
 
@@ -420,16 +416,15 @@ def pad(array, pad_width, mode="constant", constant_values=0.0, **kw):
 
 @implements(np.atleast_1d)
 def atleast_1d(*arys):
-    res = [_view_of(a, lambda p: np.atleast_1d(p), rec.reshape(a, (1,)))
-           if np.ndim(raw(a)) == 0 else as_tensor(a) for a in map(as_tensor, arys)]
+    res = [derive(a, rec.reshape(a, (1,)), np.atleast_1d) if a.ndim == 0 else a
+           for a in map(as_tensor, arys)]
     return res[0] if len(res) == 1 else res
 
 
 @implements(np.atleast_2d)
 def atleast_2d(*arys):
-    res = [_view_of(a, lambda p: np.atleast_2d(p),
-                    rec.reshape(a, (1,) * (2 - np.ndim(raw(a))) + _shape(a)))
-           if np.ndim(raw(a)) < 2 else a for a in map(as_tensor, arys)]
+    res = [derive(a, rec.reshape(a, (1,) * (2 - a.ndim) + a.shape), np.atleast_2d)
+           if a.ndim < 2 else a for a in map(as_tensor, arys)]
     return res[0] if len(res) == 1 else res
 
 
