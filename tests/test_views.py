@@ -22,6 +22,7 @@ import tape.forward_ad as fwAD
 import tape.numpy as tnp
 
 from _fd import fd_vjp
+from _functions import Cube
 
 rng = np.random.default_rng(42)
 
@@ -312,19 +313,8 @@ def test_a_leaf_written_under_no_grad_updates_its_views_and_their_gradient():
 
 
 def test_a_saved_leaf_written_through_a_view_names_the_line():
-    class Square(tape.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2.0 * x * g
-
     w = tape.tensor(np.ones(3), requires_grad=True)
-    y = Square.apply(w).sum()
+    y = Cube.apply(w).sum()  # saves the leaf w for its backward
     v = w[1:]
     with tape.no_grad():
         v += 1.0  # the write the error names
@@ -333,17 +323,6 @@ def test_a_saved_leaf_written_through_a_view_names_the_line():
 
 
 def test_a_saved_result_written_through_a_view_keeps_its_value():
-    class Cube(tape.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3.0 * x * x * g
-
     def f(w):
         x = w * 1.0
         y = Cube.apply(x)
