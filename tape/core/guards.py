@@ -39,6 +39,22 @@ def _plain(a):
     return a
 
 
+def numpy_function(name):
+    """The NumPy function a guard names: "argmax", or "linalg.matrix_rank" for a submodule's."""
+    obj = np
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def numpy_name(fn):
+    """The name numpy_function finds `fn` by (a submodule's functions carry its prefix)."""
+    for prefix, mod in (("", np), ("linalg.", np.linalg)):
+        if getattr(mod, fn.__name__, None) is fn:
+            return prefix + fn.__name__
+    raise ValueError(f"{fn!r} is not a function of numpy or numpy.linalg")
+
+
 def guard_fn(spec):
     """The recompute function named by a guard's `spec` (a JSON-able tuple, so that a compiled
     tape can be saved with its guards): ("np", name) a NumPy function or ufunc, ("item",),
@@ -47,7 +63,7 @@ def guard_fn(spec):
     if kind in ("np", "zero_grad", "values") and spec[1] not in ALLOWED:
         raise ValueError(f"guard {spec!r}: not a function guards may call")
     if kind == "np":
-        return getattr(np, spec[1])
+        return numpy_function(spec[1])
     if kind == "item":
         return _item
     if kind == "bool":
@@ -55,10 +71,10 @@ def guard_fn(spec):
     if kind == "int":
         return int
     if kind == "zero_grad":
-        ufunc = getattr(np, spec[1])
+        ufunc = numpy_function(spec[1])
         return lambda *a: check_dtype(ufunc(*a), spec[1])
     if kind == "values":
-        fn, kwargs = getattr(np, spec[1]), dict(spec[2])
+        fn, kwargs = numpy_function(spec[1]), dict(spec[2])
         return lambda *a: fn(*_plain(a), **{k: _plain(v) for k, v in kwargs.items()})
     raise ValueError(f"unknown guard {spec!r}")
 
@@ -125,6 +141,8 @@ def note_hook(key):
 def _freeze(r):
     if isinstance(r, np.ndarray):
         return r.copy()
+    if hasattr(r, "_fields"):  # a named tuple (unique_all's) keeps its type, as Python saw it
+        return type(r)(*(_freeze(x) for x in r))
     if isinstance(r, tuple):
         return tuple(_freeze(x) for x in r)
     return r

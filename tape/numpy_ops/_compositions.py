@@ -74,7 +74,12 @@ def _zero_grad(fn):
     """A piecewise-constant function of a tensor: its value, a constant (guarded in replay)."""
     def impl(x, *args, **kwargs):
         r = plain(rec.check_dtype(fn(raw(x), *args, **kwargs), fn.__name__))
-        if rec.state.guards is not None:
+        if rec.state.guards is None:
+            return r
+        if args or kwargs:  # (angle's deg): the guard recomputes with them
+            _guards.note(("values", fn.__name__, tuple(sorted(kwargs.items()))), (x,) + args,
+                         r._v)
+        else:
             _guards.note(("zero_grad", fn.__name__), (x,), r._v)
         return r
 

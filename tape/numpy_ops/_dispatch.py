@@ -45,10 +45,10 @@ UFUNC_CODE = rec.UFUNC_CODE
 # piecewise-constant ufuncs: zero gradient, so their results are constants
 ZERO_GRAD = {np.floor, np.ceil, np.trunc, np.rint, np.sign, np.floor_divide, np.heaviside,
              np.spacing}
-# ufuncs whose results are booleans or integers: plain NumPy values
+# ufuncs whose results are plain NumPy values: booleans, and nextafter's neighbouring floats
 PLAIN = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
          np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.isnan, np.isinf,
-         np.isfinite, np.signbit}
+         np.isfinite, np.signbit, np.nextafter}
 _guards.ALLOWED.update(f.__name__ for f in PLAIN | ZERO_GRAD)
 UFUNC_FUNCS = {}  # ufuncs written as compositions (tape/numpy_ops/_compositions.py): ufunc -> function
 SPECIAL_UFUNCS = {}  # scipy.special's ufuncs -> their escape rows' functions (tape/special.py)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import math
 
 import numpy as np
@@ -501,17 +502,60 @@ def tensordot(a, b, axes=2):
 
 
 def _values(fn):
-    _guards.ALLOWED.add(fn.__name__)
+    name = _guards.numpy_name(fn)
+    _guards.ALLOWED.add(name)
+    signature = _signature(fn)
 
     def impl(*args, **kwargs):
         r = fn(*_guards._plain(args), **{k: _guards._plain(v) for k, v in kwargs.items()})
         if rec.state.guards is not None:
-            _guards.note(("values", fn.__name__, tuple(sorted(kwargs.items()))), args, r)
+            args, kwargs = _guard_operands(fn, signature, args, kwargs)
+            _guards.note(("values", name, tuple(sorted(kwargs.items()))), args, r)
         return r
 
     impl.__name__ = fn.__name__
     impl.values_only = True  # (the coverage table lists it as values only)
     return impl
+
+
+def _signature(fn):
+    try:
+        return inspect.signature(fn)
+    except ValueError:  # (a ufunc: positional operands only)
+        return None
+
+
+def _carries(x):
+    return type(x) is Tensor and x._rg
+
+
+def _guard_operands(fn, signature, args, kwargs):
+    """The operands and keywords a guard recomputes `fn` from: a keyword that holds a tensor
+    becomes positional, and a sequence of tensors one stacked tensor (the array NumPy makes of
+    it), so that every value the result depends on is a replayed slot rather than a constant
+    of the recording."""
+    if signature is not None and any(_carries(v) or _holds_tensor(v) for v in kwargs.values()):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()  # (so that every parameter before the tensor is positional)
+        args, kwargs = bound.args, {k: v for k, v in bound.kwargs.items() if k in kwargs}
+    for k, v in kwargs.items():
+        if _carries(v) or _holds_tensor(v):
+            raise TypeError(f"tape.compile: numpy.{fn.__name__} reads a tensor through its "
+                            f"keyword-only argument {k}=, which a replay cannot check")
+    return tuple(_stacked(fn, a) if _holds_tensor(a) else a for a in args), kwargs
+
+
+def _holds_tensor(a):
+    return isinstance(a, (list, tuple)) and any(_carries(x) or _holds_tensor(x) for x in a)
+
+
+def _stacked(fn, seq):
+    try:
+        return stack(seq)
+    except ValueError:
+        raise TypeError(f"tape.compile: numpy.{fn.__name__} reads a sequence of tensors of "
+                        "different shapes, which a replay cannot check; pass each as its own "
+                        "argument or one array") from None
 
 
 for _f in (np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.count_nonzero,

@@ -1,0 +1,164 @@
+"""Corners where a user's trust is won or lost: every values-only function of the coverage table
+under tape.compile, special values of power, and the messages of refusals."""
+import numpy as np
+import pytest
+
+import tape
+from tape import _coverage
+
+# -- every values-only and piecewise-constant function of the coverage table under compile -----
+#
+# A recipe per function: a call on the compiled function's input x (a vector of 6). X0 is the
+# recording point, X1 a point where most results differ (a rank-1 block, a zero gone, other
+# order), so a guard that does not recompute would hand back X0's result.
+
+X0 = np.array([0.3, -1.2, 2.5, 0.0, 2.5, -0.7])
+X1 = np.array([1.0, 2.0, 2.0, 4.0, 3.0, 0.4])
+C = np.array([0.3, 2.5, 4.0])
+
+
+def _square(x):
+    return x[:4].reshape(2, 2)
+
+
+RECIPES = {
+    "all": lambda x: np.all(x),
+    "allclose": lambda x: np.allclose(x, X0),
+    "any": lambda x: np.any(x[3:4]),
+    "argmax": lambda x: np.argmax(x),
+    "argmin": lambda x: np.argmin(x),
+    "argpartition": lambda x: np.argpartition(x, 2),
+    "argsort": lambda x: np.argsort(x),
+    "argwhere": lambda x: np.argwhere(x),
+    "around": lambda x: np.around(x, 1),
+    "array_equal": lambda x: np.array_equal(x, X0),
+    "array_equiv": lambda x: np.array_equiv(x, X0),
+    "ceil": lambda x: np.ceil(x),
+    "count_nonzero": lambda x: np.count_nonzero(x),
+    "diag_indices_from": lambda x: np.diag_indices_from(_square(x)),
+    "digitize": lambda x: np.digitize(x, C),
+    "equal": lambda x: np.equal(x, 2.5),
+    "flatnonzero": lambda x: np.flatnonzero(x),
+    "floor": lambda x: np.floor(x),
+    "greater": lambda x: np.greater(x, 0.35),
+    "greater_equal": lambda x: np.greater_equal(x, 2.0),
+    "histogram2d": lambda x: np.histogram2d(x, x[::-1], bins=2),
+    "histogram_bin_edges": lambda x: np.histogram_bin_edges(x, bins=3),
+    "histogramdd": lambda x: np.histogramdd(x.reshape(3, 2), bins=2),
+    "intersect1d": lambda x: np.intersect1d(x, C),
+    "isclose": lambda x: np.isclose(x, 2.5),
+    "iscomplex": lambda x: np.iscomplex(x),
+    "iscomplexobj": lambda x: np.iscomplexobj(x),
+    "isfinite": lambda x: np.isfinite(x),
+    "isin": lambda x: np.isin(x, C),
+    "isinf": lambda x: np.isinf(x),
+    "isnan": lambda x: np.isnan(x),
+    "isneginf": lambda x: np.isneginf(x),
+    "isposinf": lambda x: np.isposinf(x),
+    "isreal": lambda x: np.isreal(x),
+    "isrealobj": lambda x: np.isrealobj(x),
+    "less": lambda x: np.less(x, 0.35),
+    "less_equal": lambda x: np.less_equal(x, 2.0),
+    "lexsort": lambda x: np.lexsort((x, x[::-1])),
+    "logical_and": lambda x: np.logical_and(x, x[::-1]),
+    "logical_not": lambda x: np.logical_not(x),
+    "logical_or": lambda x: np.logical_or(x, x[::-1]),
+    "logical_xor": lambda x: np.logical_xor(x, x[::-1]),
+    "may_share_memory": lambda x: np.may_share_memory(x, x[:2]),
+    "nanargmax": lambda x: np.nanargmax(x),
+    "nanargmin": lambda x: np.nanargmin(x),
+    "ndim": lambda x: np.ndim(x),
+    "nextafter": lambda x: np.nextafter(x, 0.0),
+    "nonzero": lambda x: np.nonzero(x),
+    "not_equal": lambda x: np.not_equal(x, 2.5),
+    "round": lambda x: np.round(x, 1),
+    "searchsorted": lambda x: np.searchsorted(C, x),
+    "setdiff1d": lambda x: np.setdiff1d(x, C),
+    "setxor1d": lambda x: np.setxor1d(x, C),
+    "shape": lambda x: np.shape(x),
+    "shares_memory": lambda x: np.shares_memory(x, x[:2]),
+    "sign": lambda x: np.sign(x),
+    "signbit": lambda x: np.signbit(x),
+    "size": lambda x: np.size(x),
+    "tril_indices_from": lambda x: np.tril_indices_from(_square(x)),
+    "triu_indices_from": lambda x: np.triu_indices_from(_square(x)),
+    "union1d": lambda x: np.union1d(x, C),
+    "unique": lambda x: np.unique(x, return_counts=True),
+    "unique_all": lambda x: np.unique_all(x),
+    "unique_counts": lambda x: np.unique_counts(x),
+    "unique_inverse": lambda x: np.unique_inverse(x),
+    "unique_values": lambda x: np.unique_values(x),
+    "linalg.matrix_rank": lambda x: np.linalg.matrix_rank(_square(x)),
+    # piecewise constant (float results, gradient 0)
+    "angle": lambda x: np.angle(x, deg=True),
+    "fix": lambda x: np.fix(x),
+    "floor_divide": lambda x: np.floor_divide(x, 0.7),
+    "heaviside": lambda x: np.heaviside(x, 0.5),
+    "rint": lambda x: np.rint(x),
+    "spacing": lambda x: np.spacing(x),
+    "trunc": lambda x: np.trunc(x),
+}
+
+GUARDED = [q for q, kind, _ in _coverage.table()[0]
+           if kind in (_coverage.VALUES, _coverage.PIECEWISE)]
+
+
+def _number(r):
+    """One float that changes when any element, its position, or the shape of r changes."""
+    if isinstance(r, tuple):
+        return sum((k + 1) * _number(p) for k, p in enumerate(r))
+    a = np.asarray(r, dtype=float).ravel()
+    return float(np.sum(a * np.arange(1, a.size + 1))) + 0.5 * a.size
+
+
+def test_every_guarded_function_of_the_table_has_a_recipe():
+    assert sorted(set(GUARDED) - set(RECIPES)) == []
+    assert sorted(set(RECIPES) - set(GUARDED)) == []
+
+
+@pytest.mark.parametrize("qualname", GUARDED)
+def test_a_values_only_function_under_compile_is_never_stale(qualname):
+    call = RECIPES[qualname]
+
+    def f(x):
+        return np.sum(x * x) * _number(call(x))
+
+    cf = tape.compile(f, X0)
+    for x in (X0, X1, X0, X1):
+        np.testing.assert_allclose(cf(x), f(x.copy()), rtol=1e-14, err_msg=qualname)
+        _, g = cf.value_and_grad(x)
+        np.testing.assert_allclose(g, 2 * x * _number(call(x.copy())), rtol=1e-14)
+    # replays at the recording point hit: the guard recomputes what Python saw
+    assert cf.stats()["recordings"] <= 2, (qualname, cf.stats())
+
+
+# tensors a values-only function reads through a keyword or inside a sequence
+FORMS = {
+    "keyword": lambda x: np.isin(x, test_elements=x[:2] * 2),
+    "list of scalars": lambda x: np.digitize(x, [x[0], x[0] + 1.0]),
+    "tuple of keys": lambda x: np.lexsort((x[::-1], x)),
+    "coordinate vectors": lambda x: np.histogramdd((x[:3], x[3:]), bins=2),
+    "deg=True": lambda x: np.angle(x - 1.0, deg=True),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_guard_recomputes_from_every_tensor_the_call_read(form):
+    call = FORMS[form]
+
+    def f(x):
+        return np.sum(x * x) * _number(call(x))
+
+    cf = tape.compile(f, X0)
+    for x in (X0, X1, X0, X1):
+        np.testing.assert_allclose(cf(x), f(x.copy()), rtol=1e-14, err_msg=form)
+    assert cf.stats()["recordings"] <= 2, (form, cf.stats())
+
+
+def test_a_sequence_of_tensors_of_different_shapes_is_refused_by_name():
+    def f(x):
+        s = np.sort(x)
+        return np.sum(x) * _number(np.histogram2d(x, x, bins=[s[:2], s[1:4]]))
+
+    with pytest.raises(TypeError, match="numpy.histogram2d reads a sequence of tensors"):
+        tape.compile(f, X0)
