@@ -60,38 +60,77 @@ def _finish(worker, verbose):
     worker.wait()
     if worker.returncode != 0 and verbose:
         worker.err.seek(0)
-        print(f"warm-up worker failed (compiling here instead):\n{worker.err.read()}",
+        print(f"\nwarm-up worker failed (compiling here instead):\n{worker.err.read()}",
               file=sys.stderr)
     worker.err.close()
+
+
+# what a user reads for each step of the warm-up: the entries of a module, or the worker's share
+STEPS = {"jit._interp": "elementwise kernels and tape passes", "jit._tangent": "forward mode",
+         "jit._plan": "the backward's per-tape passes",
+         "jit._special_sweep": "scipy.special kernels", "jit._spin": "threaded replay",
+         "jit._line_sums": "threaded replay"}
+SHARE_STEP = "reverse sweep"
+# a cold warm-up's wall time on the 2-core VM (empty cache, this split; README's Quick start)
+COLD = "about 2 minutes on 2 cores"
+
+
+def _steps(entries):
+    """entries grouped into consecutive runs of one step: [(label, [(module, name), ...])]."""
+    steps = []
+    for m, n in entries:
+        label = STEPS.get(m, m)
+        if steps and steps[-1][0] == label:
+            steps[-1][1].append((m, n))
+        else:
+            steps.append((label, [(m, n)]))
+    return steps
 
 
 def run(chosen, verbose: bool = False, workers: int = 1) -> float:
     """Load or compile the entries chosen ((module name, entry) pairs, in order), with the
     worker's share compiled in a second process when workers > 1 and any of it is not cached.
-    Returns the seconds it took."""
-    from ._cache import load
+    With `verbose`, one line per step that compiles. Returns the seconds it took."""
+    from ._cache import cache_dir, load
+
+    def say(text, end="\n"):
+        if verbose:
+            print(text, end=end, flush=True)
 
     t0 = time.perf_counter()
-    worker, later = None, []
-    if workers > 1:
-        share = [(m, n) for m, n in chosen if n in WORKER_SHARE]
-        later = [(m, n) for m, n in share if not load_cached(_module(m), n)]
-        if later:
-            worker = _start_worker([n for _, n in later])
+    share = [(m, n) for m, n in chosen if n in WORKER_SHARE]
+    own = [e for e in chosen if e not in share]
+    # (load_cached loads what the cache has: what is left compiles)
+    later = [(m, n) for m, n in share if not load_cached(_module(m), n)]
+    worker = _start_worker([n for _, n in later]) if workers > 1 and later else None
+    t_share = time.perf_counter()
+    missing = {e for e in own if not load_cached(_module(e[0]), e[1])}
+    if later:
+        say(f"Compiling tapejit's kernels (first run only: {COLD}; cached in {cache_dir()})")
+    elif missing:
+        say(f"Compiling tapejit's kernels missing from the cache ({cache_dir()})")
     try:
-        for m, n in [e for e in chosen if e not in later] + later:
+        for label, entries in _steps(own) + [(SHARE_STEP, share)]:
+            compiles = bool(missing.intersection(entries) or (label == SHARE_STEP and later))
+            if compiles:
+                meanwhile = " (in a second process)" if worker is not None else ""
+                say(f"  {label}{meanwhile} ...", end="")
             t = time.perf_counter()
-            if worker is not None and (m, n) == later[0]:  # its first entry: wait for it
+            if label == SHARE_STEP and worker is not None:
                 _finish(worker, verbose)
-                if verbose:
-                    print(f"{'(worker)':16s} {time.perf_counter() - t:7.2f} s more")
-                worker, t = None, time.perf_counter()
-            load(_module(m), n, notice=False)  # (asked for: no notice)
-            if verbose:
-                print(f"{n:16s} {time.perf_counter() - t:7.2f} s")
+                worker, t = None, t_share
+            for m, n in entries:
+                load(_module(m), n, notice=False)  # (asked for: no notice)
+            if compiles:
+                say(f" done in {time.perf_counter() - t:.1f} s")
     finally:
         if worker is not None:  # (this process failed or was interrupted first)
             worker.kill()
             worker.wait()
             worker.err.close()
-    return time.perf_counter() - t0
+    total = time.perf_counter() - t0
+    if missing or later:
+        say(f"tapejit's kernels are ready ({total:.0f} s).")
+    else:
+        say(f"tapejit's kernels: loaded from the cache in {total:.1f} s ({cache_dir()}).")
+    return total
