@@ -133,13 +133,15 @@ def test_the_total_size_cap_applies(tmp_path, monkeypatch):
 
 
 def test_unused_huge_side_rows_are_refused():
-    """The issue's 2.7 KB file: three side rows of 2**29 elements that no row refers to."""
+    """The issue's 2.7 KB file: three side rows of 2**29 elements (or of half the limit) that no
+    row refers to."""
     files = _saved(lambda x: np.sum(x * 2.0), np.ones(3))
     meta = _meta(files)
     S = files["S"]
-    files["S"] = np.concatenate([S, np.tile([[2 ** 29, 0, 0]], (3, 1))])
+    big = min(2 ** 29, _persist.MAX_ELEMENTS // 2)
+    files["S"] = np.concatenate([S, np.tile([[big, 0, 0]], (3, 1))])
     meta["is_array"] += [True] * 3
-    meta["shapes"] += [[2 ** 29]] * 3
+    meta["shapes"] += [[big]] * 3
     _set_meta(files, meta)
     with pytest.raises(ValueError, match="side row"):
         _load(files)

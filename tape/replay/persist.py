@@ -6,12 +6,15 @@ escape rows' shapes and the guards (by name, with their recorded results), plus 
 version and the table hash. Loading checks every member and field (docs/security.md lists
 them) before any kernel sees the arrays, and counts the memory and loop iterations the file asks
 for against MAX_ELEMENTS and MAX_WORK, so a truncated, corrupted or hostile file raises
-``ValueError``: it never crashes the process, exhausts its memory or hangs it.
+``ValueError``: it never crashes the process, exhausts its memory or hangs it. The checks cost
+array operations over the file's rows, not Python steps per row, and a compressed member is
+refused before it inflates to more than MAX_EXPANSION times its size.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import zipfile
 from types import SimpleNamespace
@@ -23,22 +26,39 @@ from jit.table import (FLAG_SHIFT, FORMAT_VERSION, MAP_A, MAP_B, ONE_A, ONE_B, O
                        STRIDED, TABLE, RowFlag, table_hash)
 
 from ..core.arrays import mark_scalar_runs, unmark_scalar_runs, value_addresses
-from ..core.guards import ALLOWED, Guard
+from ..core.guards import Guard
 from ..core.tape import Tape
 from ..core.tensor import Tensor, leaf_sharing, result
 from ..escapes import ESCAPES
+from . import guard_calls
 from .replay_hooks import load_points, saved_points
 from .variant import Variant
 
 _ALL_FLAGS = int(RowFlag.ONE_A | RowFlag.ONE_B | RowFlag.MAP_A | RowFlag.MAP_B | RowFlag.STRIDED)
 
+
+def _default_elements():
+    """An eighth of the machine's memory, in float64 values (a replay holds a small multiple of
+    what MAX_ELEMENTS counts: its gradients, the caller's arrays); 2**27 (1 GiB) where the
+    system does not say."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # (no sysconf: Windows)
+        memory = 8 << 30
+    return max(1 << 20, memory // 8 // 8)
+
+
 # Limits on what a loaded file may ask of the process (docs/security.md; raise them here for a
 # larger tape): values held (the archive's arrays; apart from them, the rows' values, input
-# buffers and the kernels' scratch), and loop iterations of one sweep (about a minute of kernel
-# time, during which Ctrl-C waits: the kernels hold no GIL)
-MAX_ELEMENTS = 1 << 30
+# buffers and the kernels' scratch), loop iterations of one sweep (about a minute of kernel
+# time, during which Ctrl-C waits: the kernels hold no GIL), and how many times its compressed
+# size the archive may inflate to (deflate packs a repeated row ~1000 times)
+MAX_ELEMENTS = _default_elements()
 MAX_WORK = 1 << 36
+MAX_EXPANSION = 100
 _FAMILY = [p.family for p in TABLE]
+_FAMILIES = sorted(set(_FAMILY))
+_FAMILY_CODE = np.array([_FAMILIES.index(f) for f in _FAMILY], dtype=np.int8)
 
 
 
@@ -98,8 +118,13 @@ def save(variant, path, argnums):
         if isinstance(r, tuple):
             raise ValueError(f"CompiledTape.save: the guard at {g.where} returns a tuple; "
                              "it cannot be saved")
+        spec = _plain_spec(g.spec)
+        wrong = guard_calls.problem(spec, len(ops))
+        if wrong:
+            raise ValueError(f"CompiledTape.save: the guard at {g.where} {wrong}; a saved tape "
+                             "cannot hold it")
         gvals[f"guard_{j}_result"] = np.asarray(r)
-        guards.append({"spec": list(g.spec), "operands": ops, "where": g.where,
+        guards.append({"spec": spec, "operands": ops, "where": _relative(g.where),
                        "result_type": type(r).__name__})
     meta = {"format": FORMAT_VERSION, "table_hash": table_hash(), "inputs": inputs,
             "argnums": list(argnums) if isinstance(argnums, tuple) else argnums,
@@ -107,11 +132,31 @@ def save(variant, path, argnums):
             "escapes": {str(c): [list(x) if x is not None else None for x in shp[:3]]
                         + [dict(shp[3])] for c, shp in t.escapes.items()},
             "guards": guards, "is_array": is_array, "shapes": shapes,
-            "hook_points": saved_points(variant),
+            "hook_points": [{**p, "where": _relative(p["where"])} for p in saved_points(variant)],
             "const_rows": const_rows}
     np.savez(path, meta=_json(meta), R=unmark_scalar_runs(A.R), S=A.S, sv=A.sv, IA=A.IA,
              FA=A.FA, consts=np.concatenate(consts) if consts else np.zeros(0), **statics,
              **gvals)
+
+
+def _plain_spec(spec):
+    """A guard's spec as JSON holds it: lists, and Python numbers for NumPy ones."""
+    if isinstance(spec, (tuple, list)):
+        return [_plain_spec(x) for x in spec]
+    return spec.item() if isinstance(spec, np.generic) else spec
+
+
+def _relative(where):
+    """"file:line" with the file relative to the directory above its package (the outermost
+    directory of __init__.py files around it), or its name alone outside a package: a saved
+    file names no directory of the machine that recorded it."""
+    path, sep, line = where.rpartition(":")
+    if not sep or not os.path.isabs(path):
+        return where
+    root = os.path.dirname(path)
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        root = os.path.dirname(root)
+    return f"{os.path.relpath(path, root)}:{line}"
 
 
 def read(path, state):
@@ -156,15 +201,21 @@ _HEADER = {(1, 0): np.lib.format.read_array_header_1_0,
 def _read_archive(path):
     """The archive's arrays by name. Names come from the zip directory and each member's
     dtype and shape from its .npy header, all checked before any array data is read: an
-    unknown member, an object dtype, a header that disagrees with the member's size or arrays
-    of more than MAX_ELEMENTS values together are refused unread."""
+    unknown member, a compression other than deflate, members that inflate to more than
+    MAX_EXPANSION times their size, an object dtype, a header that disagrees with the member's
+    size or arrays of more than MAX_ELEMENTS values together are refused unread. (zipfile
+    inflates a deflated member in bounded steps and stops at its declared size.)"""
     with zipfile.ZipFile(path) as z:
         infos = z.infolist()
         names = [i.filename[:-4] if i.filename.endswith(".npy") else None for i in infos]
         for info, name in zip(infos, names):
             _need(name in _MEMBERS or (name is not None and _VALUES.fullmatch(name)),
                   f"unknown member {info.filename!r}")
+            _need(info.compress_type in _COMPRESSIONS, f"member {info.filename!r}: "
+                  f"compression method {info.compress_type}, not stored or deflated (as "
+                  "np.savez and np.savez_compressed write)")
         _need(len(set(names)) == len(names), "a member appears twice")
+        _check_expansion(infos)
         total = 0
         for info, name in zip(infos, names):
             with z.open(info) as fp:
@@ -174,9 +225,9 @@ def _read_archive(path):
                 start = fp.tell()
             count = math.prod(shape)
             values = count * -(-dtype.itemsize // 8)  # (in 8-byte values: a long string, more)
-            _need(min(shape, default=0) >= 0 and values <= MAX_ELEMENTS - total,
-                  f"member {name!r} declares {values} values: the archive's arrays may hold "
-                  f"{MAX_ELEMENTS} together (tape.replay.persist.MAX_ELEMENTS)")
+            _need(min(shape, default=0) >= 0, f"member {name!r}: shape {shape}")
+            _need(values <= MAX_ELEMENTS - total, _over(
+                f"member {name!r} declares {values} values", total + values))
             total += values
             want = _MEMBERS.get(name)
             _need(dtype.kind in "biufcSU" and (want is None or (dtype == want[0] and
@@ -190,6 +241,28 @@ def _read_archive(path):
             with z.open(info) as fp:
                 files[name] = np.lib.format.read_array(fp, allow_pickle=False)
         return files
+
+
+_COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+_SMALL = 1 << 20  # bytes an archive may inflate to whatever its compressed size
+
+
+def _check_expansion(infos):
+    """The members' declared sizes against their compressed sizes, before any is inflated: a
+    small file costs no more to refuse than a small multiple of its size."""
+    packed = sum(i.compress_size for i in infos)
+    size = sum(i.file_size for i in infos)
+    _need(size <= _SMALL + MAX_EXPANSION * packed,
+          f"its members expand from {packed} to {size} bytes, more than {MAX_EXPANSION} times "
+          "(tape.replay.persist.MAX_EXPANSION)")
+
+
+def _over(what, need):
+    """The refusal of a tape that holds more than MAX_ELEMENTS values, saying how to allow it."""
+    return (f"{what}: the tape would hold {need} elements or more, more than MAX_ELEMENTS = "
+            f"{MAX_ELEMENTS} ({MAX_ELEMENTS * 8 / 2 ** 30:.1f} GiB of float64, by default an "
+            "eighth of this machine's memory); on a machine with the memory, set "
+            f"tape.replay.persist.MAX_ELEMENTS = {need} (or more) before tape.load")
 
 
 def _array(files, name):
@@ -209,13 +282,12 @@ def _build(files, state):
     _need(named <= set(files), f"missing member(s) {sorted(named - set(files))}")
     _need(set(files) <= named, f"member(s) {sorted(set(files) - named)} named by no field")
     budget = _Budget(sum(a.size for a in files.values()))  # (the archive's arrays, read)
-    size = _validate_rows(R.tolist(), S.tolist(), IA, meta, budget)
+    size = _validate_rows(R, S, IA, meta, budget)
+    _guard_costs(meta, files, R, size, budget)
     # values: 0-d in sv, arrays in buffers of their recorded shapes; constants filled in
     av = [None] * m
-    side_of = {}
-    for s, row in enumerate(R.tolist()):
-        if row[3] >= 0:
-            side_of[s] = row[3]
+    general = np.flatnonzero(R[:, 3] >= 0)
+    side_of = dict(zip(general.tolist(), R[general, 3].tolist()))
     for k in range(m):
         if is_array[k]:
             av[k] = np.zeros(tuple(shapes[k]))
@@ -253,20 +325,26 @@ def _build(files, state):
     t = Tape.from_arrays(av, side_of, escapes, SimpleNamespace(
         R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=np.array(size), is_array=isarr,
         code=R[:, 0] & OP_MASK, packed_slot=np.zeros(0, np.int64)))
-    hooks = load_points(t, _points(meta, n, side_of, shapes, is_array), [
-        tuple(shapes[side_of[s]]) if s in side_of and is_array[side_of[s]] else ()
-        for s in range(n)], state)
+    points = _points(meta, n)
+    hooks = load_points(t, points, {  # (the shapes of the hooked slots)
+        s: tuple(shapes[side_of[s]]) if s in side_of and is_array[side_of[s]] else ()
+        for s in (p["slot"] for p in points)}, state)
     return _variant(t, meta, files, hooks), _argnums(meta["argnums"])
 
 
-def _points(meta, n, side_of, shapes, is_array):
+def _points(meta, n):
     points = meta["hook_points"]
     _need(isinstance(points, list), "hook points")
     for p in points:
         _need(isinstance(p, dict) and isinstance(p.get("slot"), int) and 0 <= p["slot"] < n
               and isinstance(p.get("name"), str) and p["name"].isidentifier()
-              and isinstance(p.get("where"), str), "a hook point")
+              and _is_where(p.get("where")), "a hook point")
     return points
+
+
+def _is_where(x):
+    """A "file:line" for messages: printable (no terminal controls), of a path's length."""
+    return isinstance(x, str) and len(x) <= 4096 and x.isprintable()
 
 
 def _argnums(a):
@@ -283,14 +361,22 @@ class _Budget:
         self.elements, self.work = elements, 0
 
     def hold(self, count, what):
-        self.elements += count
-        _need(self.elements <= MAX_ELEMENTS, f"{what}: more than {MAX_ELEMENTS} elements in all "
-                                             "(tape.replay.persist.MAX_ELEMENTS)")
+        self.elements += int(count)
+        _need(self.elements <= MAX_ELEMENTS, _over(what, self.elements))
 
     def run(self, count, what):
-        self.work += count
+        self.work += int(count)
         _need(self.work <= MAX_WORK, f"{what}: more than {MAX_WORK} loop iterations of work in "
                                      "all (tape.replay.persist.MAX_WORK)")
+
+    def hold_rows(self, rows, counts):
+        """Hold each of `rows`' `counts` elements in turn; a refusal names the row that passes
+        the limit."""
+        total = np.cumsum(counts) + self.elements
+        if len(total) and total[-1] > MAX_ELEMENTS:
+            s = int(np.argmax(total > MAX_ELEMENTS))
+            self.hold(total[s] - self.elements, f"row {rows[s]}")
+        self.elements = int(total[-1]) if len(total) else self.elements
 
 
 def _is_shape(x):
@@ -358,29 +444,40 @@ def _metadata(files):
 def _check_guard(j, g, inputs):
     where = f"guard {j}"
     _need(isinstance(g, dict) and set(g) == {"spec", "operands", "where", "result_type"}
-          and isinstance(g["where"], str) and isinstance(g["result_type"], str)
-          and isinstance(g["spec"], list) and g["spec"] and isinstance(g["operands"], list),
+          and _is_where(g["where"]) and isinstance(g["result_type"], str)
+          and isinstance(g["spec"], list) and isinstance(g["operands"], list),
           f"{where}: fields")
     spec, ops = g["spec"], g["operands"]
-    kind = spec[0]
-    if kind in ("item", "bool", "int"):
-        _need(len(spec) == 1, f"{where}: spec")
-        arity = 1
-    else:
-        _need(kind in ("np", "zero_grad", "values") and len(spec) == (3 if kind == "values" else 2)
-              and spec[1] in ALLOWED, f"{where}: spec {spec!r}")
-        fn = getattr(np, spec[1])
-        arity = fn.nin if isinstance(fn, np.ufunc) else 1
-        if kind == "values":
-            _need(isinstance(spec[2], list) and all(
-                isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in spec[2]),
-                f"{where}: spec {spec!r}")
-    _need(len(ops) == arity, f"{where}: {len(ops)} operand(s) for a function of {arity}")
+    wrong = guard_calls.problem(spec, len(ops))
+    _need(wrong is None, f"{where}: {wrong}")
     for op in ops:
         _need(isinstance(op, list) and len(op) == 2 and op[0] in ("slot", "leaf", "const")
               and _is_int(op[1]) and op[1] >= 0, f"{where}: operand {op!r}")
         if op[0] == "leaf":
             _need(op[1] < len(inputs) and "slot" in inputs[op[1]], f"{where}: operand {op!r}")
+
+
+def _guard_costs(meta, files, R, size, budget):
+    """Each guard's call, its work and memory from its operands' shapes (guard_calls), into
+    `budget`: a replay runs every guard once."""
+    shapes = meta["shapes"]
+    for j, g in enumerate(meta["guards"]):
+        dims = []
+        for kind, x in g["operands"]:
+            if kind == "slot":
+                dims.append(tuple(shapes[R[x, 3]]) if R[x, 3] >= 0 else ())
+            elif kind == "leaf":
+                dims.append(tuple(meta["inputs"][x]["shape"]))
+            else:
+                c = files[f"guard_{j}_const_{x}"]
+                _need(c.dtype.kind in "biuf", f"guard {j}: a constant of dtype {c.dtype}")
+                dims.append(c.shape)
+        try:
+            work, held = guard_calls.cost(g["spec"], dims, files[f"guard_{j}_result"])
+        except ValueError as e:
+            _need(False, f"guard {j}: {e}")
+        budget.run(work, f"guard {j}")
+        budget.hold(held, f"guard {j}")
 
 
 def _value_members(meta):
@@ -392,57 +489,85 @@ def _value_members(meta):
     return names
 
 
+def _first(bad, what, rows=None):
+    """Refuse at the first row flagged in `bad` (of `rows`, or of all rows); `what(s)` says
+    what is wrong with row s."""
+    if bad.any():
+        i = int(np.argmax(bad))
+        _need(False, what(int(rows[i]) if rows is not None else i))
+
+
+def _row_tables():
+    """Per opcode: its family's code, whether it takes operand b, whether it can replay (an
+    escape needs its NumPy rule)."""
+    needs_b = np.array([p.family in ("binary", "select", "scatter", "matmul") or (
+        p.name in ESCAPES and ESCAPES[p.name].binary) for p in TABLE])
+    replays = np.array([p.family != "escape" or p.name in ESCAPES for p in TABLE])
+    return needs_b, replays
+
+
 def _validate_rows(R, S, IA, meta, budget):
     """Every row against its family's layout, every side row used once; returns the size of
-    every slot. Counts the rows' values and work into `budget`."""
-    is_array, shapes = meta["is_array"], meta["shapes"]
+    every slot. Counts the rows' values and work into `budget`. The checks are array
+    operations over all rows; only rows whose attributes need them (broadcasts, reductions,
+    gathers, scatters, matmuls) are checked one by one."""
+    is_array = np.array(meta["is_array"], dtype=bool)
+    shapes = meta["shapes"]
     n, m = len(R), len(S)
-    size = [1] * n
-    used = set()
-    largest = 1
-    for s, (code, a, b, k) in enumerate(R):
-        op, flags = code & OP_MASK, code >> FLAG_SHIFT
-        _need(0 <= op < len(TABLE) and 0 <= flags <= _ALL_FLAGS, f"row {s}: opcode {code}")
-        fam = _FAMILY[op]
-        _need(flags == 0 or fam in ("binary", "select"), f"row {s}: flags on a {fam} row")
-        _need(-1 <= a < s and -1 <= b < s, f"row {s}: operand slots must be earlier rows")
-        _need(-1 <= k < m and k not in used, f"row {s}: side row {k}")
-        if k >= 0:
-            used.add(k)
-            nk, iat, fat = S[k]
-            _need(0 <= nk <= MAX_ELEMENTS and 0 <= iat < len(IA) and fat == 0,
-                  f"row {s}: side row")
-            _need(math.prod(shapes[k]) == nk, f"row {s}: shape")
-            _need(is_array[k] or shapes[k] == [], f"row {s}: a 0-d value of shape {shapes[k]}")
-            size[s] = nk
-            largest = max(largest, nk)
-            budget.hold(nk, f"row {s}")
-        name = TABLE[op].name
-        if fam == "input":
-            _need(a == -1 and b == -1, f"row {s}: an input row with operands")
-            continue
-        need_b = fam in ("binary", "select", "scatter", "matmul") or (
-            name in ESCAPES and ESCAPES[name].binary)
-        _need(a >= 0 and (b >= 0) == need_b, f"row {s}: operands of {name}")
-        if fam == "escape":
-            _need(name in ESCAPES, f"row {s}: {name} rows cannot be replayed")
-        if k < 0:  # a 0-d row of 0-d operands (the sweep's inline path)
-            _need(fam in ("unary", "binary") and _zero_d(R, a, is_array)
-                  and (b < 0 or _zero_d(R, b, is_array)), f"row {s}: inline row")
-            budget.run(1, f"row {s}")
-            continue
-        nk, iat = S[k][0], S[k][1]
-        _check_family(s, fam, name, flags, a, b, nk, iat, IA, size, R, budget)
-    _need(len(used) == m, f"side row(s) {sorted(set(range(m)) - used)[:5]} of no row")
-    budget.hold(2 * largest, "the sweeps' scratch")  # (2 per element of the largest row)
+    rows = np.arange(n)
+    code, a, b, k = R[:, 0], R[:, 1], R[:, 2], R[:, 3]
+    op, flags = code & OP_MASK, code >> FLAG_SHIFT
+    _first((op >= len(TABLE)) | (flags < 0) | (flags > _ALL_FLAGS),
+           lambda s: f"row {s}: opcode {code[s]}")
+    fam = _FAMILY_CODE[op]
+    arith = (fam == _FAMILIES.index("binary")) | (fam == _FAMILIES.index("select"))
+    _first((flags != 0) & ~arith, lambda s: f"row {s}: flags on a {_FAMILIES[fam[s]]} row")
+    _first((a < -1) | (a >= rows) | (b < -1) | (b >= rows),
+           lambda s: f"row {s}: operand slots must be earlier rows")
+    _first((k < -1) | (k >= m), lambda s: f"row {s}: side row {k[s]}")
+    general = k >= 0  # (rows with a side row)
+    gs, gk = rows[general], k[general]
+    order = np.argsort(gk, kind="stable")
+    again = np.zeros(len(gk), bool)
+    again[order[1:]] = gk[order[1:]] == gk[order[:-1]]
+    _first(again, lambda s: f"row {s}: side row {k[s]}", gs)
+    nk, iat, fat = S[gk, 0], S[gk, 1], S[gk, 2]
+    _first((nk < 0) | (nk > MAX_ELEMENTS) | (iat < 0) | (iat >= len(IA)) | (fat != 0),
+           lambda s: f"row {s}: side row", gs)
+    counts = np.array([math.prod(x) for x in shapes], dtype=np.int64)
+    ndims = np.array([len(x) for x in shapes], dtype=np.int64)
+    _first(counts[gk] != nk, lambda s: f"row {s}: shape", gs)
+    _first(~is_array[gk] & (ndims[gk] != 0),
+           lambda s: f"row {s}: a 0-d value of shape {shapes[k[s]]}", gs)
+    size = np.ones(n, np.int64)
+    size[gs] = nk
+    budget.hold_rows(gs, nk)
+    unused = np.flatnonzero(np.bincount(gk, minlength=m) == 0)
+    _need(len(unused) == 0, f"side row(s) {unused[:5].tolist()} of no row")
+    needs_b, replays = _row_tables()
+    inputs = fam == _FAMILIES.index("input")
+    _first(inputs & ((a != -1) | (b != -1)), lambda s: f"row {s}: an input row with operands")
+    ops = ~inputs  # (rows of operations)
+    _first(ops & ((a < 0) | ((b >= 0) != needs_b[op])),
+           lambda s: f"row {s}: operands of {TABLE[op[s]].name}")
+    _first(ops & ~replays[op], lambda s: f"row {s}: {TABLE[op[s]].name} rows cannot be replayed")
+    zero_d = ~general | ~is_array[np.where(general, k, 0)] if m else ~general
+    inline = ops & ~general  # 0-d rows of 0-d operands (the sweep's inline path)
+    scalar = (fam == _FAMILIES.index("unary")) | (fam == _FAMILIES.index("binary"))
+    _first(inline & ~(scalar & zero_d[np.maximum(a, 0)] & ((b < 0) | zero_d[np.maximum(b, 0)])),
+           lambda s: f"row {s}: inline row")
+    budget.run(np.count_nonzero(inline), "the inline rows")
+    _check_families(R, S, IA, fam, op, flags, ops & general, size, budget)
+    budget.hold(2 * max(1, int(size.max(initial=1))), "the sweeps' scratch")  # (2 per element
+    # of the largest row)
     for i, item in enumerate(meta["inputs"]):
         if "slot" in item:
             slot, shape = item["slot"], item["shape"]
             _need(-1 <= slot < n, f"input {i}: slot out of range")
             if slot >= 0:
-                _need(TABLE[R[slot][0] & OP_MASK].name == "leaf" and size[slot] == math.prod(shape),
+                _need(TABLE[op[slot]].name == "leaf" and size[slot] == math.prod(shape),
                       f"input {i}: slot {slot} is not a leaf row of its shape")
-            if slot < 0 or R[slot][3] < 0 or not is_array[R[slot][3]]:
+            if slot < 0 or zero_d[slot]:
                 budget.hold(math.prod(shape), f"input {i}")  # (a buffer of its own)
     out = meta["output"]
     _need(0 <= out["slot"] < n and math.prod(out["shape"]) == size[out["slot"]], "output slot")
@@ -453,9 +578,22 @@ def _validate_rows(R, S, IA, meta, budget):
     return size
 
 
-def _zero_d(R, s, is_array):
-    k = R[s][3]
-    return k < 0 or not is_array[k]
+def _check_families(R, S, IA, fam, op, flags, rows, size, budget):
+    """The rows flagged in `rows` (operations with a side row) against their families: rows
+    whose operands are their size (unary, plain binary rows, escapes) together, the others one
+    by one."""
+    a, b, k = R[:, 1], R[:, 2], R[:, 3]
+    unary = rows & (fam == _FAMILIES.index("unary"))
+    _first(unary & (size[a] != size),
+           lambda s: f"row {s} ({TABLE[op[s]].name}): operand size")
+    plain = rows & (fam == _FAMILIES.index("binary")) & (flags == 0)
+    _first(plain & ((size[a] != size) | (size[b] != size)),
+           lambda s: f"row {s} ({TABLE[op[s]].name}): operand size")
+    alike = unary | plain | (rows & (fam == _FAMILIES.index("escape")))
+    budget.run(size[alike].sum(), "the elementwise rows")
+    for s in np.flatnonzero(rows & ~alike).tolist():
+        _check_family(s, _FAMILIES[fam[s]], TABLE[op[s]].name, int(flags[s]), int(a[s]),
+                      int(b[s]), int(size[s]), int(S[k[s], 1]), IA, size, R, budget)
 
 
 def _ints(IA, off, count, what):
@@ -597,9 +735,10 @@ def _variant(t, meta, files, hooks):
         value = r if rt == "ndarray" else (r.item() if r.ndim == 0 else r)
         if rt in ("bool", "int", "float"):
             value = {"bool": bool, "int": int, "float": float}[rt](value)
-        spec = tuple(tuple(x) if isinstance(x, list) else x for x in g["spec"])
-        if spec and spec[0] == "values":
-            spec = (spec[0], spec[1], tuple(tuple(kv) for kv in g["spec"][2]))
-        guards.append(Guard(spec, tuple(ops), value, g["where"]))
+        spec = tuple(g["spec"])
+        if spec[0] == "values":  # (keyword arguments as the recording passed them: tuples)
+            spec = (spec[0], spec[1], tuple((k, tuple(v) if isinstance(v, list) else v)
+                                            for k, v in spec[2]))
+        guards.append(guard_calls.bounded(Guard(spec, tuple(ops), value, g["where"]), r))
     return Variant.loaded(t, shapes, statics, leaves, slots, tuple(args),
                           result(np.zeros(tuple(out["shape"])), t, out["slot"]), guards, hooks)
