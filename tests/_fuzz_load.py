@@ -11,13 +11,20 @@ seconds ends the process (faulthandler's watchdog thread needs no GIL: it works 
 spins), naming the case on stdout first. (tests/_fuzz_saved_tape.py applies random bursts of
 mutations to one tape and checks only that nothing crashes.)
 
-Usage: python tests/_fuzz_load.py CASES SEED (CASES 0: every case). Prints one line per
-problem and a last line "cases <n> refused <r> replayed <p> raised <e> problems <q>".
+Besides the mutations, the directed files of issue 43 (tests/test_load_bounds.py: a bzip2
+member, deflated and stored unused rows, guards calling NumPy with keyword arguments, a replay
+beyond MAX_ELEMENTS) are cases too. Every ``tape.load`` must refuse or load within
+LOAD_SECONDS and LOAD_MEMORY more than the process held before it (its peak resident size,
+reset per case where Linux allows).
+
+Usage: python tests/_fuzz_load.py CASES SEED [LOAD_SECONDS] (CASES 0: every case). Prints one
+line per problem and a last line "cases <n> refused <r> replayed <p> raised <e> problems <q>".
 """
 import faulthandler
 import io
 import json
 import sys
+import time
 import zipfile
 
 import numpy as np
@@ -26,6 +33,8 @@ import tape
 
 _MISFIT = "do not fit it"  # (a file whose inputs or statics are not these arguments)
 TIMEOUT = 60  # seconds per case: far beyond any case's time, a hang if reached
+LOAD_SECONDS = 2.0  # per tape.load (the issue's bound; a slow machine may pass more)
+LOAD_MEMORY = 512 << 20  # bytes per tape.load, above what the process held before
 
 
 # -- the tapes --------------------------------------------------------------------------------
@@ -182,15 +191,49 @@ def mutated(files, field, new):
 
 # -- one case ---------------------------------------------------------------------------------
 
+def _resident():
+    """(current, peak) resident bytes of this process, or None where /proc does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return int(fields["VmRSS"].split()[0]) << 10, int(fields["VmHWM"].split()[0]) << 10
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # (resets VmHWM to the current resident size)
+    except OSError:
+        pass
+
+
+def measured_load(buf):
+    """tape.load(buf), its outcome (the tape or the exception), seconds and peak bytes added."""
+    _reset_peak()
+    before = _resident()
+    t = time.perf_counter()
+    try:
+        out = tape.load(buf)
+    except Exception as e:  # noqa: BLE001 - the caller sorts the outcomes
+        out = e
+    seconds = time.perf_counter() - t
+    after = _resident()
+    grown = after[1] - before[0] if before and after else 0
+    return out, seconds, grown
+
+
 def check(buf, args, rng):
     """'refused', 'raised' or 'replayed' for a mutated file, or a problem (a string that says
     what is wrong)."""
-    try:
-        cf = tape.load(buf)
-    except ValueError as e:
-        return "refused" if str(e).startswith("tape.load:") else f"problem: load said {e}"
-    except Exception as e:  # noqa: BLE001 - a load error other than ValueError is a problem
-        return f"problem: load raised {type(e).__name__}: {e}"
+    cf, seconds, grown = measured_load(buf)
+    if seconds > LOAD_SECONDS or grown > LOAD_MEMORY:
+        return f"problem: load took {seconds:.2f} s and {grown >> 20} MiB more"
+    if isinstance(cf, ValueError):
+        return "refused" if str(cf).startswith("tape.load:") else f"problem: load said {cf}"
+    if isinstance(cf, Exception):  # a load error other than ValueError is a problem
+        return f"problem: load raised {type(cf).__name__}: {cf}"
     try:
         v, g = cf.value_and_grad(*args)
     except RuntimeError as e:  # the file's guards or inputs differ from these arguments
@@ -237,6 +280,27 @@ def check(buf, args, rng):
     return "replayed"
 
 
+def directed():
+    """(name, file bytes, arguments) of the directed files of tests/test_load_bounds.py."""
+    import test_load_bounds as bounds
+
+    from tape.replay import persist
+
+    x = np.ones(3)
+    guards = [("histogram", (("bins", 1 << 27),)), ("bincount", (("minlength", 1 << 27),)),
+              ("unique", (("return_counts", True),)), ("argsort", (("kind", "stable"),)),
+              ("argmax", (("axis", 0),)), ("round", (("decimals", 10 ** 9),)),
+              ("isclose", ()), ("searchsorted", (("side", "right"),))]
+    big = persist.MAX_ELEMENTS // 3
+    return ([("bzip2 member", bounds.bzip2_bomb(256), (x,)),
+             ("2**22 unused rows, deflated", bounds.unused_rows(1 << 22), (x,)),
+             ("2**20 unused rows, stored", bounds.unused_rows(1 << 20, compressed=False), (x,)),
+             (f"sum(x * 2.0), x of {big}", bounds.large_rows(big), (np.ones(1),)),
+             ("sum(x * 2.0), x of 1000", bounds.large_rows(1000), (np.ones(1000),))]
+            + [(f"guard np.{name}{kwargs}", bounds.guard_call(name, kwargs), (x,))
+               for name, kwargs in guards])
+
+
 def main(n, seed):
     faulthandler.enable()
     rng = np.random.default_rng(seed)
@@ -244,6 +308,14 @@ def main(n, seed):
     for f, args in _tapes():
         files = _saved(f, args)
         work += [(f.__name__, files, args, c) for c in cases(files)]
+    for name, data, args in directed():
+        print(f"case directed: {name}", flush=True)
+        out = check(io.BytesIO(data), args, rng)
+        kind = out.split(":")[0]
+        print(f"{'PROBLEM' if kind == 'problem' else 'directed'} {name}: {out[:200]}",
+              flush=True)
+        if kind == "problem":
+            return 1
     order = rng.permutation(len(work))
     if n:
         order = order[:n]
@@ -263,4 +335,6 @@ def main(n, seed):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        LOAD_SECONDS = float(sys.argv[3])
     sys.exit(1 if main(int(sys.argv[1]), int(sys.argv[2])) else 0)
