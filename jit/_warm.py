@@ -113,7 +113,8 @@ def run(chosen, verbose: bool = False, workers: int = 1) -> float:
         for label, entries in _steps(own) + [(SHARE_STEP, share)]:
             compiles = bool(missing.intersection(entries) or (label == SHARE_STEP and later))
             if compiles:
-                meanwhile = " (in a second process)" if worker is not None else ""
+                meanwhile = " (in a second process)" if (
+                    label == SHARE_STEP and worker is not None) else ""
                 say(f"  {label}{meanwhile} ...", end="")
             t = time.perf_counter()
             if label == SHARE_STEP and worker is not None:
