@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import tape
 import tape.array_api as xp
 from tests._fd import check_vjp
+from tests._tolerance import U, assert_within, rounding_bound, sum_bound
 
 try:
     import array_api_strict as xs
@@ -43,24 +44,33 @@ def _dtype_name(a):
     return str(a.dtype).removeprefix("array_api_strict.")
 
 
-def _same(ours, ref, rtol=1e-13):
+def _floats(r):
+    """The float results of either namespace, flattened into one array."""
+    parts = r if isinstance(r, (tuple, list)) else [r]
+    return np.concatenate([_np(q).reshape(-1) for q in parts
+                           if hasattr(q, "shape") and _np(q).dtype.kind == "f"] + [np.zeros(0)])
+
+
+def _alike(ours, ref, floats=True):
+    """Same structure, shapes, dtypes and non-float values (float values too, with `floats`)."""
     if isinstance(ref, (tuple, list)):
         assert isinstance(ours, (tuple, list)) and len(ours) == len(ref)
         for o, r in zip(ours, ref):
-            _same(o, r, rtol)
-        return
-    if hasattr(ref, "shape"):
+            _alike(o, r, floats)
+    elif hasattr(ref, "shape"):
         assert tuple(ours.shape) == tuple(ref.shape), (ours.shape, ref.shape)
         assert str(ours.dtype) == _dtype_name(ref), (ours.dtype, ref.dtype)
+        if floats or _np(ref).dtype.kind != "f":
+            np.testing.assert_array_equal(_np(ours), _np(ref))
     else:
         assert ours == ref
-        return
-    want = _np(ref)
-    got = _np(ours)
-    if want.dtype.kind == "f":
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-300, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, want)
+
+
+def _same(ours, ref, bound=None):
+    """ours as ref: float values bit for bit, or within `bound` (over ``_floats(ref)``)."""
+    _alike(ours, ref, floats=bound is None)
+    if bound is not None:
+        assert_within(_floats(ours), _floats(ref), bound)
 
 
 def _data(spec):
@@ -193,6 +203,16 @@ CASES = {
 }
 
 
+# the cases whose value takes several roundings, or a transcendental function's: NumPy (under
+# array-api-strict) and tapejit may round them differently, by what the conditioning allows
+ROUNDED = {"exp", "expm1", "sin", "cos", "tanh", "atan", "asinh", "log", "log1p", "log2",
+           "log10", "acosh", "acos", "asin", "atanh", "hypot", "atan2", "logaddexp", "pow",
+           "sum", "prod", "mean", "sum_axis", "prod_axis", "mean_axis", "var_axis", "std_axis",
+           "sum_axes", "var_correction", "std_correction", "cumulative_sum", "cumulative_prod",
+           "cumulative_sum_init", "diff", "matmul", "tensordot", "vecdot", "vector_norm",
+           "vector_norm_ord", "matrix_norm", "det", "slogdet", "inv", "solve", "trace", "cross"}
+
+
 @needs_strict
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_array_api_strict(name):
@@ -201,7 +221,11 @@ def test_matches_array_api_strict(name):
         data = [_data(s) for s in spec]
         ref = make(xs)(*[xs.asarray(d) for d in data])
         ours = make(xp)(*[xp.asarray(d) for d in data])
-        _same(ours, ref)
+        bound = None  # (one correctly rounded operation, or none: the same bits)
+        if name in ROUNDED:
+            strict = lambda *a: _floats(make(xs)(*[xs.asarray(v) for v in a]))  # noqa: E731
+            bound = rounding_bound(strict, data, _floats(ref))
+        _same(ours, ref, bound)
 
 
 @needs_strict
@@ -525,7 +549,8 @@ def test_masks_from_array_api_code_behave_as_numpys(values, op, limit):
         np.testing.assert_array_equal(np.asarray(got), ref)
     y = xp.sum(xp.where(m, x * x, x)) + xp.sum(x[m])
     y.backward()
-    np.testing.assert_allclose(x.grad, np.where(want, 2 * a, 1.0) + want, rtol=1e-15)
+    terms = np.stack([np.where(want, 2 * a, 1.0), want])  # (it cancels where a is near -1/2)
+    assert_within(x.grad, terms.sum(axis=0), sum_bound(terms, axis=0))
 
 
 def test_a_mask_is_data_and_never_differentiated():
@@ -536,8 +561,8 @@ def test_a_mask_is_data_and_never_differentiated():
     assert isinstance(f, tape.Tensor) and not f.requires_grad  # a constant: no gradient path
     y = xp.sum(x * m) + xp.sum(xp.where(m, x ** 2, 0.0)) + xp.sum(x[m] * 3.0)
     y.backward()
-    want = (a > 1.0) * (1.0 + 2 * a + 3.0)
-    np.testing.assert_allclose(x.grad, want, rtol=1e-15)
+    terms = (a > 1.0) * np.stack([np.ones(4), 2 * a, np.full(4, 3.0)])
+    assert_within(x.grad, terms.sum(axis=0), sum_bound(terms, axis=0))
     assert not isinstance(m, tape.Tensor)  # a mask never carries a gradient
 
 
@@ -551,8 +576,10 @@ def test_masks_under_compile_are_guarded():
     cf = tape.compile(f, x0)
     for x in (x0 + 0.1, np.array([1.5, 0.5, 0.2]), np.array([3.0, 2.0, 1.5])):
         v, g = cf.value_and_grad(x)
-        np.testing.assert_allclose(v, np.sum(np.where(x > 1, x ** 2, -x)), rtol=1e-15)
-        np.testing.assert_allclose(g, np.where(x > 1, 2 * x, -1.0), rtol=1e-15)
+        terms = np.where(x > 1, x ** 2, -x)
+        assert_within(v, np.sum(terms), sum_bound(terms))
+        want = np.where(x > 1, 2 * x, -1.0)
+        assert_within(g, want, 16 * U * np.abs(want))  # (a product: roundings of its size)
 
 
 def test_scipy_vendored_namespace_rule_accepts_a_mask_next_to_tensors():
