@@ -41,7 +41,8 @@ own loops the formulas differ within their error bounds (``tests/test_accuracy.p
 fmax / fmin's +0.0 / -0.0 ties (ours return the first operand; NumPy's loops differ among
 themselves). power takes x * x, sqrt(x), 1 / x, x and 1 for the exponents 2, 0.5, -1, 1 and 0
 at every element (NumPy's loop does for a scalar exponent; ``_power_fast``): exact, where pow
-may be an ulp off.
+may be an ulp off; an exponent array keeps pow's values at 0.5 of -inf and -0.0 (inf, +0.0:
+``_power_each``), as NumPy's loop for an exponent array gives.
 
 The other families' bodies are real functions of ``jit/families/`` (``forward_<row>``), which
 follow NumPy's evaluation order

@@ -407,6 +407,16 @@ def _power(a, b):
 
 
 @njit(error_model="numpy")
+def _power_each(a, b):
+    # an exponent of its own at each element: NumPy's array loop calls pow there, whose values
+    # differ from the fast paths' only for 0.5 at -inf (inf, where sqrt gives NaN) and at -0.0
+    # (+0.0, where sqrt gives -0.0)
+    if b == 0.5 and (a == -inf or a == 0.0):
+        return inf if a == -inf else 0.0
+    return _power(a, b)
+
+
+@njit(error_model="numpy")
 def _maximum(a, b):
     if a != a or b != b:
         return nan

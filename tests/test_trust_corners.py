@@ -162,3 +162,75 @@ def test_a_sequence_of_tensors_of_different_shapes_is_refused_by_name():
 
     with pytest.raises(TypeError, match="numpy.histogram2d reads a sequence of tensors"):
         tape.compile(f, X0)
+
+
+# -- power at special values: NumPy's value for each form of the exponent ------------------------
+#
+# NumPy's loop takes x * x, sqrt(x), 1 / x, x and 1 for an exponent read at stride 0 (a scalar,
+# or one broadcast along the last axis) and calls pow for an exponent with elements of its own;
+# they differ at 0.5: (-inf) ** 0.5 is NaN by sqrt, inf by pow; (-0.0) ** 0.5 is -0.0 by sqrt,
+# +0.0 by pow.
+
+BASES = np.array([-np.inf, -0.0, 0.0, -8.0, 4.0, 0.25, np.inf, np.nan])
+EXPONENTS = np.array([0.5, 1 / 3, -0.5, 2.0, 3.0, -1.0, 1.0, 0.0, -1 / 3, -3.0])
+
+
+def _same_values(got, want, what):
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    assert got.shape == want.shape, what
+    np.testing.assert_allclose(got, want, rtol=2e-16, atol=0.0, equal_nan=True, err_msg=what)
+    zero = want == 0.0
+    assert np.array_equal(np.signbit(got[zero]), np.signbit(want[zero])), what
+
+
+def _numpy_power(a, b):
+    with np.errstate(all="ignore"):
+        return np.power(a, b)
+
+
+def _grid():
+    return np.repeat(BASES, EXPONENTS.size), np.tile(EXPONENTS, BASES.size)
+
+
+def test_power_with_an_array_exponent_is_numpys_pow_in_eager():
+    a, b = _grid()
+    _same_values((tape.tensor(a) ** tape.tensor(b)).numpy(), _numpy_power(a, b), "a ** b")
+    _same_values(np.power(tape.tensor(a, requires_grad=True), b).detach().numpy(),
+                 _numpy_power(a, b), "np.power(leaf, array)")
+
+
+def test_power_with_a_one_element_exponent_is_numpys_fast_path():
+    a = tape.tensor(BASES)
+    for e in EXPONENTS:
+        _same_values((a ** e).numpy(), _numpy_power(BASES, e), f"x ** {e}")
+        _same_values((a ** tape.tensor(e)).numpy(), _numpy_power(BASES, e), f"x ** tensor({e})")
+        for x in BASES:  # 0-d rows
+            _same_values(float(tape.tensor(x) ** tape.tensor(e)),
+                         _numpy_power(np.float64(x), np.float64(e)), f"{x} ** {e}, 0-d")
+
+
+@pytest.mark.parametrize("shape", [(EXPONENTS.size, 1), (1, EXPONENTS.size)])
+def test_power_with_a_broadcast_exponent_is_numpys_pow(shape):
+    """An exponent of more than one element broadcast along an axis: pow, as NumPy's buffered
+    loop gives for arrays of this size."""
+    if shape[1] == 1:
+        a = np.tile(BASES, (EXPONENTS.size, 1))
+    else:
+        a = np.repeat(BASES[:, None], EXPONENTS.size, axis=1)
+    b = EXPONENTS.reshape(shape)
+    _same_values((tape.tensor(a) ** tape.tensor(b)).numpy(), _numpy_power(a, b), str(shape))
+
+
+def test_power_at_special_values_replays_as_numpy_and_as_eager():
+    a, b = _grid()
+    cf = tape.compile(lambda x, p: np.sum(x ** p), np.full(a.shape, 2.0), np.ones(b.shape),
+                      argnums=(0, 1))
+    cf_each = tape.compile(lambda x, p: x ** p, np.full(a.shape, 2.0), np.ones(b.shape))
+    _same_values(cf_each(a, b), _numpy_power(a, b), "replay of x ** p")
+    with np.errstate(all="ignore"):
+        value, grads = cf.value_and_grad(a, b)
+        eager_value, eager_grads = tape.value_and_grad(lambda x, p: np.sum(x ** p),
+                                                       argnums=(0, 1))(a, b)
+    assert np.array_equal(value, eager_value, equal_nan=True)
+    for g, e in zip(grads, eager_grads):
+        assert np.array_equal(g, e, equal_nan=True)
