@@ -206,7 +206,7 @@ def test_grad_outputs_count_must_match():
 
 def test_unsupported_numpy_function_names_it():
     x = leaf([1.0, 2.0])
-    with pytest.raises(TypeError, match="numpy.roots.*not supported.*detach"):
+    with pytest.raises(TypeError, match="numpy.roots.*not supported.*tape.Function"):
         np.roots(x)
     with pytest.raises(TypeError, match="fft"):
         np.fft.fft(x)

@@ -234,3 +234,91 @@ def test_power_at_special_values_replays_as_numpy_and_as_eager():
     assert np.array_equal(value, eager_value, equal_nan=True)
     for g, e in zip(grads, eager_grads):
         assert np.array_equal(g, e, equal_nan=True)
+
+
+# -- refusals name a fix that keeps the gradient ------------------------------------------------
+
+def _refusal(fn, *args):
+    with pytest.raises(TypeError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+def test_an_in_place_operator_into_a_numpy_array_names_tnp_zeros():
+    def fill(x):
+        out = np.zeros((2, 3))
+        out[0] += x
+        return np.sum(out)
+
+    message = _refusal(tape.grad(fill), np.ones(3))
+    assert "out[i] += t" in message and "tnp.zeros(shape)" in message
+    assert "omit out=" not in message
+
+    def fill_tensor(x):
+        out = tape.numpy.zeros((2, 3))
+        out[0] += x
+        return np.sum(out * out)
+
+    np.testing.assert_allclose(tape.grad(fill_tensor)(np.ones(3)), 2 * np.ones(3))
+
+
+def test_scipy_logsumexp_without_the_array_api_names_scipy_array_api():
+    """In a process without SCIPY_ARRAY_API: the refusal names the variable and when to set it."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("scipy")
+    code = ("import numpy as np, tape, scipy.special\n"
+            "t = tape.tensor(np.ones(3), requires_grad=True)\n"
+            "try:\n    scipy.special.logsumexp(t)\n"
+            "except TypeError as e:\n    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "SCIPY_ARRAY_API"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert "scipy.special.logsumexp follows the array API standard" in out
+    assert "SCIPY_ARRAY_API=1 before SciPy is first imported" in out
+
+
+def test_unsupported_functions_never_suggest_dropping_the_gradient():
+    x = tape.tensor(np.ones(8), requires_grad=True)
+    fft = _refusal(np.fft.rfft, x)
+    assert "x @ np.cos(w)" in fft and "-(x @ np.sin(w))" in fft
+    for message in (fft, _refusal(np.roots, x)):
+        assert "detach" not in message and ".numpy()" not in message, message
+        assert "tape.Function" in message or "np.cos" in message
+
+
+def test_round_of_a_scalar_tensor_is_np_round_in_eager_and_under_compile():
+    x = tape.tensor(np.array([2.5, 1.26]), requires_grad=True)
+    assert round(x[0]) == 2 and type(round(x[0])) is int
+    assert round(x[1], 1) == round(np.float64(1.26), 1)
+
+    cf = tape.compile(lambda v: np.sum(v * round(v[0])), np.array([2.4, 1.0]))
+    for v in (np.array([2.4, 1.0]), np.array([3.6, 1.0]), np.array([2.4, 1.0])):
+        value, g = cf.value_and_grad(v)
+        assert value == np.sum(v * round(v[0]))
+        np.testing.assert_array_equal(g, [round(v[0])] * 2)  # rounding's derivative is 0
+    assert "np.round(t, decimals)" in _refusal(round, x)
+
+
+@pytest.mark.parametrize("form", ["lists", "tuples", "a list of tensors"])
+def test_interp_takes_python_sequences_as_numpy_does(form):
+    xp = [0.0, 1.0, 2.0]
+    x0 = np.array([0.25, 1.5, -1.0, 2.5])
+
+    def samples(x):
+        return [0.0, x[0], 4.0] if form == "a list of tensors" else [0.0, 1.0, 4.0]
+
+    def f(x):
+        seq = tuple if form == "tuples" else list
+        return np.sum(np.interp(x, seq(xp), seq(samples(x))) ** 2)
+
+    value, g = tape.value_and_grad(f)(x0)
+    assert value == f(x0.copy())
+    h = 1e-6
+    fd = [(f(x0 + h * e) - f(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)]
+    np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-9)
+    cf = tape.compile(f, x0)
+    np.testing.assert_allclose(cf.value_and_grad(x0 + 0.1)[1], tape.grad(f)(x0 + 0.1),
+                               rtol=1e-14)

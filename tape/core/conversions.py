@@ -99,6 +99,18 @@ def _library_caller():
 LIBRARY_HINTS = []
 
 
+def _follows_array_api(mod, name):
+    """Whether SciPy's function `name` of `mod` supports the array API standard while that
+    support is off (SCIPY_ARRAY_API unset when SciPy was imported): with it on, the function
+    takes tensors' namespace (tape.array_api) instead of converting them."""
+    support = sys.modules.get("scipy._lib._array_api")
+    if support is None or getattr(support, "SCIPY_ARRAY_API", True) or "." in name:
+        return False
+    fn = getattr(sys.modules.get(mod), name, None)
+    capabilities = getattr(support, "xp_capabilities_table", {})
+    return fn is not None and fn in capabilities and not capabilities[fn].get("np_only", False)
+
+
 def _library_line(names, kind):
     """What converted (the outermost public function) and the tensor version, if tapejit has
     one: tape.scipy.linalg's or tnp.polynomial.polynomial's."""
@@ -115,6 +127,14 @@ def _library_line(names, kind):
         if mod.startswith("scipy.special") and name == "polygamma":
             return ("scipy.special.polygamma converts its arguments with np.asarray, which would "
                     "lose the gradient: call tape.special.polygamma(n, x), which records.")
+        if _follows_array_api(mod, name):
+            public = mod.split("._")[0]
+            return (f"{public}.{name} follows the array API standard, but SciPy's support for "
+                    "it is off, so it converts its arguments with np.asarray, which would lose "
+                    "the gradient. Set SCIPY_ARRAY_API=1 before SciPy is first imported "
+                    "(SCIPY_ARRAY_API=1 python script.py, or os.environ[\"SCIPY_ARRAY_API\"] = "
+                    f"\"1\" before any import of scipy) and {public}.{name} records on tensors "
+                    "(docs/array_api.md).")
     mod, name = next(((m, n) for m, n in names if not n.split(".")[-1].startswith("_")
                       and n != "wrapper"), names[0])
     public = mod.split("._")[0]

@@ -84,8 +84,8 @@ def _ufunc_call(ufunc, inputs, kwargs):
         if special is not None:
             r = special(*inputs)
         elif code is None:
-            raise TypeError(f"{_ufunc_name(ufunc)} is not supported on tapejit tensors "
-                            "(use t.detach().numpy() if you only need values)")
+            raise TypeError(f"{_ufunc_name(ufunc)} is not supported on tapejit tensors: "
+                            "tapejit cannot record it. " + _WAYS_OUT)
         else:
             r = unary(code, as_tensor(inputs[0])) if ufunc.nin == 1 else binary(code, *inputs)
     if out is None:
@@ -93,9 +93,10 @@ def _ufunc_call(ufunc, inputs, kwargs):
     (target,) = out
     if type(target) is not Tensor:
         if r.requires_grad:
-            raise TypeError(f"numpy.{ufunc.__name__}: out= a NumPy array would drop the "
-                            "gradient; write into a tensor instead (out = tnp.zeros(shape)), or "
-                            "omit out=")
+            raise TypeError(f"numpy.{ufunc.__name__} into a NumPy array (out=, or an in-place "
+                            "operator such as out[i] += t) would drop the gradient: make the "
+                            "array a tensor, out = tnp.zeros(shape) (or np.zeros_like(t)), "
+                            "whose in-place writes record")
         target[...] = r._v
         return target
     if views.is_scalar(target):
@@ -181,9 +182,21 @@ def array_function(func, types, args, kwargs):
         name = getattr(func, "__module__", "numpy").replace("numpy.linalg._linalg", "numpy.linalg")
         raise TypeError(f"{name}.{func.__name__} is not supported on tapejit tensors: tapejit "
                         "cannot record it, and calling NumPy's own code would drop the gradient. "
-                        "Use t.detach().numpy() if you only need values." + _IN_COMPILE * (
+                        + _WAYS_OUT_OF.get(name, _WAYS_OUT) + _IN_COMPILE * (
                             rec.state.guards is not None))
     return impl(*args, **kwargs)
+
+
+# what to write instead of a function tapejit cannot record: ways that keep the gradient
+_WAYS_OUT = ("Write it with np.* calls that tapejit records, or wrap it in a tape.Function "
+             "with its backward (docs/porting.md, \"A function tapejit does not cover\"); "
+             "docs/coverage.md lists what is covered.")
+_WAYS_OUT_OF = {
+    "numpy.fft": "The DFT of a real signal x of n samples is two real matrix products, which "
+                 "record: with w = 2 * np.pi * np.outer(np.arange(n), np.arange(n)) / n, "
+                 "its real part is x @ np.cos(w) and its imaginary part -(x @ np.sin(w)) "
+                 "(docs/porting.md, \"np.fft on a tensor\").",
+}
 
 
 # why an unsupported call on a data argument fails under tape.compile too, and what to do

@@ -616,6 +616,17 @@ class TensorNumpyMethods:
         """NumPy's ``a.put``: ``np.put(self, indices, values, mode)``."""
         np.put(self, indices, values, mode)
 
+    def __round__(self, ndigits=None):
+        """Python's ``round`` of a 0-d tensor, as of an np.float64: np.round's value, an int
+        without `ndigits`. Rounding is piecewise constant, so no gradient is lost: the result
+        is a value (guarded under tape.compile, as np.round is)."""
+        if self.ndim != 0:
+            raise TypeError(f"round(t) of a tensor of shape {self.shape}: like NumPy's arrays, "
+                            "only 0-d tensors take Python's round; np.round(t, decimals) rounds "
+                            "each element (values only: rounding has gradient 0)")
+        r = EXPORTS["round"](self, 0 if ndigits is None else ndigits)
+        return int(r) if ndigits is None else r
+
 
 for _name in ("sum", "prod", "max", "min", "mean", "var", "std", "cumsum", "cumprod", "ravel",
               "swapaxes", "squeeze", "dot", "clip", "diagonal", "trace", "take", "repeat",

@@ -21,7 +21,8 @@ from ..core import record as rec
 from ._composing import ndim_of, one_axis
 from ._dispatch import as_tensor, implements
 from ..core.record import normalize_axes
-from ..core.tensor import plain, raw
+from ..core.tensor import Tensor, plain, raw
+from ._impl import stack
 
 
 
@@ -178,10 +179,21 @@ def correlate(a, v, mode="valid"):
     return _sliding(a, m, length, start) @ v
 
 
+def _array_arg(a):
+    """A list or tuple argument as the array NumPy makes of it: stacked where it holds tensors
+    (recorded, so their gradients flow), a float64 array otherwise."""
+    if not isinstance(a, (list, tuple)):
+        return a
+    if any(isinstance(v, (Tensor, list, tuple)) for v in a):
+        return stack([_array_arg(v) for v in a])
+    return np.asarray(a, dtype=np.float64)
+
+
 @implements(np.interp)
 def interp(x, xp, fp, left=None, right=None, period=None):
     if period is not None:
         raise TypeError("numpy.interp: period= is not supported on tapejit tensors yet")
+    x, xp, fp = _array_arg(x), _array_arg(xp), _array_arg(fp)
     xv, xpv = np.asarray(raw(x), dtype=np.float64), np.asarray(raw(xp), dtype=np.float64)
     n = xpv.shape[0]
     if n == 0:
