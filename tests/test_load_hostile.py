@@ -279,3 +279,21 @@ def test_a_scatter_whose_winners_are_not_the_last_writes_is_refused():
     IA[iat + 1 + m] = 1  # both marked as winners: the forward keeps one, the reverse both
     with pytest.raises(ValueError, match="scatter"):
         _load(files)
+
+
+def _cut_mean(x):
+    with tape.no_grad():
+        mu = np.mean(x)
+    return np.sum(x * mu)
+
+
+@pytest.mark.parametrize("ranges", [[[0, 99]], [[2, 1]], [[0, 2], [1, 3]], [[-1, 2]], [[1, 1]],
+                                    [["0", 2]], [[0, 2, 3]], {"0": 2}])
+def test_stopped_ranges_out_of_order_or_out_of_range_are_refused(ranges):
+    files = _saved(_cut_mean, np.ones(3))
+    meta = _meta(files)
+    assert meta["stopped"]  # (the no_grad block's rows)
+    meta["stopped"] = ranges
+    _set_meta(files, meta)
+    with pytest.raises(ValueError, match="stopped"):
+        _load(files)

@@ -76,7 +76,7 @@ class Tape:
     __slots__ = ("id", "rows", "sv", "side", "av", "side_of", "ia", "ia_len", "fa", "fa_len", "leaves",
                  "links", "escapes", "native", "index_cache", "consts", "hooks", "packed",
                  "functions", "sealed", "built", "freed", "released", "thread", "nested",
-                 "__weakref__")
+                 "stopped", "__weakref__")
 
     def __init__(self):
         self.id = next(_ids)
@@ -111,9 +111,12 @@ class Tape:
         # or read or recorded by a create_graph backward: a later backward leaves most of
         # them unswept (backward._sweeps_whole)
         self.nested = False
+        # (first, end) slot ranges recorded under no_grad while tape.compile records: the
+        # forward sweep computes them, no gradient or tangent flows through them (cut_rows)
+        self.stopped = ()
 
     @classmethod
-    def from_arrays(cls, av, side_of, escapes, built, hooks=None):
+    def from_arrays(cls, av, side_of, escapes, built, hooks=None, stopped=()):
         """A sealed tape that has only its arrays (``built``, the side rows' values ``av``), no
         lists to record into: a loaded file's, or a copy of a compiled variant's tape for another
         thread. Its leaves are added by the caller (``leaves``)."""
@@ -121,6 +124,7 @@ class Tape:
         t.sealed = True
         t.rows = t.sv = t.side = t.ia = t.fa = None
         t.av, t.side_of, t.escapes, t.built, t.hooks = av, side_of, escapes, built, hooks
+        t.stopped = stopped
         t.freed = np.zeros(len(built.sv), np.uint8)
         return t
 
@@ -282,6 +286,18 @@ def linked_tapes(tapes):
         seen.add(t.id)
         yield t
         stack.extend(x._tape for x in t.links.values())
+
+
+def cut_rows(t, R):
+    """`R` (t's rows: code, a, b, side) as a dependency pass (``jit.need_pass``) reads it: the
+    rows recorded under no_grad while tape.compile records (``t.stopped``) read no operand, so no
+    gradient or tangent flows through them, while the forward sweep still computes them."""
+    if not t.stopped:
+        return R
+    R = R.copy()
+    for first, end in t.stopped:
+        R[first:end, 1:3] = -1
+    return R
 
 
 def current_tape() -> Tape:

@@ -179,24 +179,28 @@ class Tensor:
     # float(t), math.exp(t), '%f' % t, out[i] = t into an ndarray, np.asarray(t) and the like
     # hand Python a plain value, and every gradient through it would be zero without a word. So
     # they are refused for a tensor that requires grad (a leaf, a result with history, a dual
-    # number); t.item(), t.tolist(), t.numpy() and t.detach() say what they return.
+    # number); t.item(), t.tolist(), t.numpy() and t.detach() say what they return. Inside
+    # no_grad while tape.compile records (state.stop), a result still records and so requires
+    # grad, but no gradient is lost: its conversions are the guarded t.item() and t.numpy().
     def __float__(self):
-        if self._rg:
+        if self._rg and state.stop is None:
             raise conversion_error("float")
         return self.item()
 
     def __int__(self):
-        if self._rg:
+        if self._rg and state.stop is None:
             raise conversion_error("int")
         return int(self.item())
 
     def __bool__(self):
         if self._rg:
-            raise conversion_error("bool")
+            if state.stop is None or self.size != 1:
+                raise conversion_error("bool")
+            return bool(self.item())
         return bool(np.reshape(self._v, -1)[0]) if self.size == 1 else bool(np.asarray(self._v))
 
     def __index__(self):
-        if self._rg:
+        if self._rg and state.stop is None:
             raise conversion_error("index")
         x = self.item()
         if x != int(x):
@@ -204,13 +208,16 @@ class Tensor:
         return int(x)
 
     def __complex__(self):
-        if self._rg:
+        if self._rg and state.stop is None:
             raise conversion_error("float")
         return complex(self.item())
 
     def __array__(self, dtype=None, copy=None):
         if self._rg:
-            raise conversion_error("array")
+            if state.stop is None:
+                raise conversion_error("array")
+            v = self.numpy()
+            return v.astype(dtype) if dtype is not None else v
         v = np.asarray(self._v)
         return v.astype(dtype) if dtype is not None else v
 

@@ -16,7 +16,7 @@ import numpy as np
 import jit
 from jit.table import TABLE
 
-from ..core.tape import linked_tapes, newest_tape_id
+from ..core.tape import cut_rows, linked_tapes, newest_tape_id
 from ..escapes import ESCAPES, NUMPY, pack, split
 
 
@@ -47,7 +47,7 @@ class TangentProgram:
                     links.append((s, x._tape.id, x._slot))
             live = np.zeros(n, np.uint8)
             act = np.zeros(n, np.uint8)
-            jit.need_pass(A.R, src, np.ones(n, np.uint8), live, act)
+            jit.need_pass(cut_rows(t, A.R), src, np.ones(n, np.uint8), live, act)
             live_of[t.id] = live
             slots = np.flatnonzero(live)
             base = np.full(n, -1, np.int64)

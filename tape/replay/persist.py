@@ -133,7 +133,8 @@ def save(variant, path, argnums):
                         + [dict(shp[3])] for c, shp in t.escapes.items()},
             "guards": guards, "is_array": is_array, "shapes": shapes,
             "hook_points": [{**p, "where": _relative(p["where"])} for p in saved_points(variant)],
-            "const_rows": const_rows}
+            "const_rows": const_rows,
+            "stopped": [[int(first), int(end)] for first, end in t.stopped]}
     np.savez(path, meta=_json(meta), R=unmark_scalar_runs(A.R), S=A.S, sv=A.sv, IA=A.IA,
              FA=A.FA, consts=np.concatenate(consts) if consts else np.zeros(0), **statics,
              **gvals)
@@ -324,7 +325,7 @@ def _build(files, state):
     # the tape object the replay driver expects
     t = Tape.from_arrays(av, side_of, escapes, SimpleNamespace(
         R=R, S=S, sv=sv, IA=IA, FA=FA, VA=VA, size=np.array(size), is_array=isarr,
-        code=R[:, 0] & OP_MASK, packed_slot=np.zeros(0, np.int64)))
+        code=R[:, 0] & OP_MASK, packed_slot=np.zeros(0, np.int64)), stopped=_stopped(meta, n))
     points = _points(meta, n)
     hooks = load_points(t, points, {  # (the shapes of the hooked slots)
         s: tuple(shapes[side_of[s]]) if s in side_of and is_array[side_of[s]] else ()
@@ -401,7 +402,7 @@ def _metadata(files):
     _need(meta.get("table_hash") == table_hash(), "it was saved by a tapejit with another "
                                                   "primitive table (table hash differs)")
     fields = {"format", "table_hash", "inputs", "argnums", "output", "escapes", "guards",
-              "is_array", "shapes", "const_rows", "hook_points"}
+              "is_array", "shapes", "const_rows", "hook_points", "stopped"}
     _need(set(meta) == fields, f"metadata fields {sorted(set(meta) ^ fields)}")
     _need(isinstance(meta["is_array"], list) and all(type(x) is bool for x in meta["is_array"]),
           "is_array")
@@ -439,6 +440,18 @@ def _metadata(files):
     for j, g in enumerate(meta["guards"]):
         _check_guard(j, g, inputs)
     return meta
+
+
+def _stopped(meta, n):
+    """The rows recorded under no_grad (``Tape.stopped``): increasing, disjoint, non-empty
+    [first, end) ranges of the n rows."""
+    ranges, last = meta["stopped"], 0
+    _need(isinstance(ranges, list) and len(ranges) <= n, "stopped")
+    for r in ranges:
+        _need(isinstance(r, list) and len(r) == 2 and all(map(_is_int, r))
+              and last <= r[0] < r[1] <= n, f"stopped range {r!r}")
+        last = r[1]
+    return tuple((first, end) for first, end in ranges)
 
 
 def _check_guard(j, g, inputs):

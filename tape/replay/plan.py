@@ -9,6 +9,7 @@ import numpy as np
 import jit
 from jit.table import FAMILIES, TABLE
 
+from ..core.tape import cut_rows
 from ..escapes import ESCAPES
 from ..reverse.backward import (WRITES_A, WRITES_B, ZEROES_OWN, arena, reverse_cuts,
                                 segment_bounds, summed_operands)
@@ -85,7 +86,7 @@ def need_masks(v, nums):
     root[v.out._slot] = 1
     live = np.zeros(n, np.uint8)
     need = np.zeros(n, np.uint8)
-    jit.need_pass(v.A.R, src, root, live, need)
+    jit.need_pass(cut_rows(v.t, v.A.R), src, root, live, need)
     return root, live, need
 
 

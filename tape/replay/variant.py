@@ -173,7 +173,7 @@ class Variant:
         VA = value_addresses(sv, {int(s): av[t.side_of[int(s)]]
                                   for s in np.flatnonzero(A.is_array)})
         n = Tape.from_arrays(av, t.side_of, t.escapes, type(A)(**{**A.__dict__, "sv": sv, "VA": VA}),
-                             t.hooks)
+                             t.hooks, t.stopped)
         leaves = {}
         c.leaves = list(self.leaves)
         for j, (leaf, s) in enumerate(zip(self.leaves, self.slots)):

@@ -24,7 +24,7 @@ from ..core.hooks import multi_hook_scope, run_hooks
 from . import arena_pool
 from .written_whole import adjoint_takers, written_whole
 from ..core.arrays import _FIELD, built_arrays
-from ..core.tape import horizon
+from ..core.tape import cut_rows, horizon
 from ..parallel.threads import run_pieces, run_shares, thread_count
 from ..core.saved_value import BACKWARD_TWICE, written_at
 from ..core.value_pool import MIN_CELLS as POOLED, give_back, take
@@ -241,7 +241,7 @@ def _sweep_whole(t, tape_seeds, want, inputs):
     w = _work_arrays(n, m)
     R, S, V, is_array, M, src, root, live, need, VA, GO = w[1]
     jit.whole_prepare(I, F, R, S, V, is_array, M)
-    jit.need_pass(R, src, root, live, need)
+    jit.need_pass(cut_rows(t, R), src, root, live, need)
     spare = arena_pool.spare()
     end = jit.whole_arena(I, F, R, V, is_array, M, spare, False)
     if end < 0:
@@ -549,7 +549,7 @@ def plan_need(t, A, root_slots, want, inputs, oldest=None):
                 src[x._slot] = 1
     for slot in root_slots:
         root[slot] = 1
-    jit.need_pass(A.R, src, root, live, need)
+    jit.need_pass(cut_rows(t, A.R), src, root, live, need)
     if t.freed is not None and t.freed.any() and t.freed[need != 0].any():
         raise RuntimeError(BACKWARD_TWICE)
     _check_versions(t, A, live, need)

@@ -21,7 +21,7 @@ import jit
 
 from .backward import (BACKWARD_TWICE, _check_versions, adjoint, arena, free_rows, run_hooks,
                        sweep_segments)
-from ..core.tape import linked_tapes
+from ..core.tape import cut_rows, linked_tapes
 
 
 class _TapePlan:
@@ -79,11 +79,11 @@ def _tapes_of(roots):
     return sorted(tapes, key=lambda t: t.id)
 
 
-def _dep(A, src):
+def _dep(t, A, src):
     """Slots that depend on a source (need_pass with every slot a root)."""
     n = len(src)
     live = np.zeros(n, np.uint8)
-    jit.need_pass(A.R, src, np.ones(n, np.uint8), live, np.zeros(n, np.uint8))
+    jit.need_pass(cut_rows(t, A.R), src, np.ones(n, np.uint8), live, np.zeros(n, np.uint8))
     return live
 
 
@@ -111,8 +111,8 @@ def input_phase(roots, seeds, inputs, weights):
             q = plans[x._tape.id]
             p.src_b[slot] = q.dep_b[x._slot]
             p.src_f[slot] = q.dep_f[x._slot]
-        p.dep_b = _dep(p.A, p.src_b)
-        p.dep_f = _dep(p.A, p.src_f)
+        p.dep_b = _dep(t, p.A, p.src_b)
+        p.dep_f = _dep(t, p.A, p.src_f)
         p.root_b = np.zeros(n, np.uint8)
         p.root_f = np.zeros(n, np.uint8)
     for r in roots:
@@ -125,8 +125,9 @@ def input_phase(roots, seeds, inputs, weights):
         n = len(A.sv)
         p.live_b, p.need_b = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
         p.live_f, p.need_f = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
-        jit.need_pass(A.R, p.src_b, p.root_b, p.live_b, p.need_b)
-        jit.need_pass(A.R, p.src_f, p.root_f, p.live_f, p.need_f)
+        R = cut_rows(t, A.R)
+        jit.need_pass(R, p.src_b, p.root_b, p.live_b, p.need_b)
+        jit.need_pass(R, p.src_f, p.root_f, p.live_f, p.need_f)
         p.need_w = p.need_f & ~p.need_b
         for slot, x in t.links.items():
             q = plans[x._tape.id]
