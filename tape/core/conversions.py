@@ -119,6 +119,11 @@ def _library_line(names, kind):
             line = hint(mod, name)
             if line is not None:
                 return line
+        if mod.startswith("numpy.ma"):
+            return ("numpy.ma converts its operands to NumPy arrays, which would lose the "
+                    "gradient, and tensors have no mask. Write the mask out: m.filled(fill) for "
+                    "the values, and a 0/1 weight array w = ~np.ma.getmaskarray(m) where masked "
+                    "elements must not count, e.g. np.sum(w * x) / np.sum(w) for a masked mean.")
         if mod.startswith("scipy.stats."):
             return ("scipy.stats' distributions convert their arguments with np.asarray, which "
                     "would lose the gradient: call tape.stats (the same calls, e.g. "

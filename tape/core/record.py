@@ -25,7 +25,7 @@ from .state import state
 from .tape import MAX_ROWS, current_tape
 from .tensor import Tensor, array_row, general_tape, import_slot, plain, raw, recording, \
     recording_tape, result, slot_in
-from .values import check_dtype, constant
+from .values import check_dtype, constant, refuse_masked
 from .value_pool import MIN_CELLS as POOLED, into, take, unary_into
 
 
@@ -273,6 +273,9 @@ def _binary(code, a, b):
         bv = float(bv)
     if type(av) is int:
         av = float(av)
+    for v in (av, bv):
+        if isinstance(v, np.ndarray) and type(v) is not np.ndarray:
+            refuse_masked(v, "operand")
     if type(av) is float and type(bv) is float:
         y = SCALAR[code](av, bv)
         t = recording_tape() if ra or rb else None

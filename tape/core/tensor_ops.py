@@ -182,6 +182,15 @@ def fitted(target, r):
     return r
 
 
+def _unpickled(value, leaf, grad, array0):
+    t = Tensor(value, requires_grad=leaf)
+    if leaf:
+        t.grad = grad
+    else:
+        t._alias = ARRAY0 if array0 else None  # (a 0-d op result is a scalar)
+    return t
+
+
 def _shallow_copy(t):
     r = _new(Tensor)
     r._v, r._tape, r._slot, r._rg, r._meta, r._alias = t._v, t._tape, t._slot, t._rg, t._meta, \
@@ -256,6 +265,21 @@ class TensorOperators:
     def __copy__(self):
         # copy.copy of a view is a copy of its elements (NumPy's), not a second name for them
         return self.copy() if type(self._alias) is _views.Alias else _shallow_copy(self)
+
+    def __deepcopy__(self, memo):
+        # A deep copy of a result with history is a copy op: recorded, so the gradient reaches
+        # what it was computed from. Of a leaf: a new leaf (own buffer, a copy of its .grad).
+        r = self.copy() if self._rg and self._meta is None else _unpickled(*self.__reduce__()[1])
+        memo[id(self)] = r
+        return r
+
+    def __reduce__(self):
+        # A pickle holds values, not a recording (docs/api.md): a result with history comes
+        # back as a plain tensor, a leaf as a leaf with its .grad, a 0-d array as one.
+        v, m = self._v, self._meta
+        return (_unpickled, (v if type(v) is float else np.array(v), m is not None,
+                             None if m is None or m.grad is None else np.array(m.grad),
+                             self._alias is not None and self.ndim == 0))
 
     def astype(self, dtype, copy=True):
         if np.dtype(dtype) != np.float64:

@@ -32,6 +32,20 @@ def check_dtype(y, what):
     return check_dtype(np.asarray(y), what)
 
 
+def refuse_masked(x, what):
+    """Tensors have no mask: a NumPy masked array meeting one would lose it without a word."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise masked_error(what)
+
+
+def masked_error(what):
+    return TypeError(
+        f"{what}: a NumPy masked array (np.ma) in an op with a tensor would lose its mask "
+        "(tensors have none). Write the mask out: m.filled(fill) for the values, and a 0/1 "
+        "weight array w = ~np.ma.getmaskarray(m) where masked elements must not count, "
+        "e.g. np.sum(w * x) / np.sum(w) for a masked mean.")
+
+
 def constant(x, what="constant"):
     """Canonical copy of a constant operand (Python scalar, NumPy array, nested list)."""
     if type(x) is float:
@@ -41,6 +55,8 @@ def constant(x, what="constant"):
     if isinstance(x, (int, np.integer, np.floating, np.bool_)):
         return float(x)
     if isinstance(x, np.ndarray):
+        if type(x) is not np.ndarray:
+            refuse_masked(x, what)
         if x.dtype.kind not in "biuf":
             raise TypeError(f"{what}: unsupported dtype {x.dtype}; tapejit works in float64 "
                             "(complex and object arrays are not supported)")

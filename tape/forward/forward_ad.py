@@ -185,6 +185,11 @@ def make_dual(tensor, tangent, *, level=None):
     if type(tangent) is not Tensor:
         tangent = _record.plain(_record.check_dtype(np.array(tv, dtype=np.float64), "tangent"))
     t = current_tape()
+    if (t.leaves or t.links or t.functions) and state.guards is None:
+        # a tape of its own (as past MAX_ROWS): unpack_dual tells a pair recorded only for
+        # tangents by its tape holding no leaf, and this one holds an unrelated recording's
+        t.roll()
+        t = current_tape()
     if type(tensor) is Tensor and tensor._rg and state.grad:
         y = _record.unary(COPY, tensor)  # keeps the primal's history
     else:

@@ -18,7 +18,7 @@ from ..core import bilinear, guards as _guards, views
 from ..core import record as rec
 from ..core.record import binary, unary
 from ..core.tensor import Tensor, install, is_operand, plain, raw
-from ..core.values import constant
+from ..core.values import constant, masked_error, refuse_masked
 
 FUNCS = {}  # NumPy function -> implementation
 EXPORTS = {}  # name in tape.numpy -> implementation
@@ -162,6 +162,8 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     for x in inputs:
         if not is_operand(x):
             return NotImplemented
+        if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
+            refuse_masked(x, f"numpy.{ufunc.__name__}")
     if method == "__call__":
         return _ufunc_call(ufunc, inputs, dict(kwargs))
     if method == "reduce" and ufunc in _REDUCE_AS:
@@ -232,6 +234,8 @@ class TensorNumpyProtocols:
             for t in types:
                 if not issubclass(t, (Tensor, np.ndarray)):
                     return NotImplemented
+                if issubclass(t, np.ma.MaskedArray):
+                    raise masked_error(f"numpy.{func.__name__}")
         return impl(*args, **kwargs) if kwargs else impl(*args)
 
 

@@ -92,18 +92,24 @@ def _nan_lines(a, axis):
     return m.any() if axis is None else m.any(axis=one_axis(axis, ndim_of(a)))
 
 
+def _with_nans(y, s, a, axis, nan, lead):
+    """y where `nan` is False, else its line's first NaN (in sort order): NaN, as NumPy's
+    value, with the gradient of the NaN it selects, as PyTorch's, not a constant's zero."""
+    if not np.any(nan):
+        return y
+    first = np.minimum(np.broadcast_to(_non_nan_counts(a, axis), lead), s.shape[-1] - 1)
+    return np.where(nan, np.take_along_axis(s, first[..., None], axis=-1)[..., 0], y)
+
+
 @implements(np.median)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     _no_extras("median", out=out)
-    s, n, _ = _sorted_along(a, axis)
+    s, n, lead = _sorted_along(a, axis)
     if n == 0:
         raise ValueError("median of an empty axis")
     h = n // 2
     y = s[..., h] if n % 2 else np.mean(s[..., h - 1:h + 1], axis=-1)
-    nan = _nan_lines(a, axis)
-    if np.any(nan):
-        y = np.where(nan, np.nan, y)
-    return _keep(y, a, axis, keepdims)
+    return _keep(_with_nans(y, s, a, axis, _nan_lines(a, axis), lead), a, axis, keepdims)
 
 
 def _check_q(name, q, method):
@@ -151,9 +157,7 @@ def _quantile(name, a, q, axis, method, keepdims, skip_nan):
         counts, nan = np.full(lead, n), _nan_lines(a, axis)
     with np.errstate(invalid="ignore"):  # (all-NaN lines: NaN, as NumPy, which warns)
         y = _lerp_quantile(s, counts, qv)
-    if np.any(nan):
-        y = np.where(nan, np.nan, y)
-    return _keep(y, a, axis, keepdims, qv.shape)
+    return _keep(_with_nans(y, s, a, axis, nan, lead), a, axis, keepdims, qv.shape)
 
 
 @implements(np.quantile)
@@ -206,7 +210,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     below = np.take_along_axis(s, lo, axis=-1)[..., 0]
     above = np.take_along_axis(s, hi, axis=-1)[..., 0]
     y = np.where(c % 2 == 1, below, (below + above) / 2.0)
-    return _keep(np.where(c == 0, np.nan, y), a, axis, keepdims)
+    return _keep(_with_nans(y, s, a, axis, c == 0, lead), a, axis, keepdims)
 
 
 @implements(np.cov)
