@@ -12,6 +12,7 @@ import tape
 from jit import _assemble, _generate, _generate_tangent
 from jit.families import family_modules, gather, layouts, matmul, reduce, scan, where
 from tests._fd import check_vjp
+from tests._tolerance import assert_within, rounding_bound, sum_bound
 
 
 def _ld(addr, i):
@@ -39,6 +40,13 @@ def _p(a):
     return a.ctypes.data
 
 
+def _mm_bound(x, y, batch_sum=False):
+    """How far two correct evaluations of x @ y (broadcast over the leading axes, and summed
+    over the first when `batch_sum`) may differ: sum_bound of the products."""
+    terms = x[..., :, :, None] * y[..., None, :, :]
+    return sum_bound(terms, axis=(0, -2) if batch_sum else -2)
+
+
 @pytest.mark.parametrize("B, M, K, N, ba, bb", [(1, 2, 3, 4, 1, 1), (3, 2, 1, 2, 1, 0),
                                                 (2, 1, 3, 1, 0, 1), (2, 0, 3, 2, 1, 1),
                                                 (1, 1, 1, 1, 1, 1)])
@@ -51,7 +59,7 @@ def test_matmul_bodies_every_mode(python_raw, B, M, K, N, ba, bb):
     want = np.matmul(a, b)
     y = np.full((B, M, N), np.nan)
     matmul.forward_matmul(iat=0, pa=_p(a), pb=_p(b), py=_p(y), IA=IA)
-    np.testing.assert_allclose(y, want, rtol=1e-14, atol=1e-14)
+    assert_within(y, want, _mm_bound(a, b))  # (NumPy's matmul sums in BLAS's order)
     # reverse: G holds [adjoint of a | of b | of y]; nd = 3 asks for both
     gy = rng.standard_normal((B, M, N))
     G = np.concatenate([np.zeros(a.size), np.zeros(b.size), gy.reshape(-1)])
@@ -63,9 +71,10 @@ def test_matmul_bodies_every_mode(python_raw, B, M, K, N, ba, bb):
         ga_want = ga_want.sum(0, keepdims=True)
     if not bb:
         gb_want = gb_want.sum(0, keepdims=True)
-    np.testing.assert_allclose(G[:a.size].reshape(a.shape), ga_want, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(G[a.size:a.size + b.size].reshape(b.shape), gb_want, rtol=1e-13,
-                               atol=1e-13)
+    assert_within(G[:a.size].reshape(a.shape), ga_want,
+                  _mm_bound(gy, np.swapaxes(b, -1, -2), batch_sum=not ba))
+    assert_within(G[a.size:a.size + b.size].reshape(b.shape), gb_want,
+                  _mm_bound(np.swapaxes(a, -1, -2), gy, batch_sum=not bb))
     # tangent, k = 2 directions: dY = dA B + A dB; the adjoint identity <gy, J u> = <J^T gy, u>
     k = 2
     da = rng.standard_normal((k,) + a.shape)
@@ -74,11 +83,13 @@ def test_matmul_bodies_every_mode(python_raw, B, M, K, N, ba, bb):
     matmul.tangent_matmul(nd=3, n=y.size, k=k, iat=0, pa=_p(a), ta=0, na=a.size, pb=_p(b),
                           tb=da.size, nb=b.size, ty=da.size + db.size, T=T, IA=IA)
     dy = T[da.size + db.size:].reshape((k,) + y.shape)
-    np.testing.assert_allclose(dy, np.matmul(da, b) + np.matmul(a, db), rtol=1e-13, atol=1e-13)
+    assert_within(dy, np.matmul(da, b) + np.matmul(a, db), _mm_bound(da, b) + _mm_bound(a, db))
     for j in range(k):
-        np.testing.assert_allclose(np.sum(gy * dy[j]),
-                                   np.sum(ga_want * da[j]) + np.sum(gb_want * db[j]),
-                                   rtol=1e-12, atol=1e-12)
+        # both sides are one triple sum over (batch, m, k, n) of gy da b + gy a db, in other
+        # orders: any order is within (terms - 1) roundings of the sum of |terms| each side
+        size = np.sum(np.abs(gy) * (np.abs(da[j]) @ np.abs(b) + np.abs(a) @ np.abs(db[j])))
+        assert_within(np.sum(gy * dy[j]), np.sum(ga_want * da[j]) + np.sum(gb_want * db[j]),
+                      sum_bound(size, ops=4 * (2 * B * M * K * N + 8)))
 
 
 @pytest.mark.parametrize("shape, axis", [((4, 5, 3), 1), ((6, 200), 1), ((3, 4), 0), ((0, 3), 0),
@@ -91,7 +102,8 @@ def test_sum_bodies_every_mode(python_raw, shape, axis):
     assert layouts.decode_reduce(IA, 0) == (P, R, Q)
     y = np.full(P * Q, np.nan)
     reduce.forward_sum(iat=0, pa=_p(x), py=_p(y), IA=IA)
-    np.testing.assert_allclose(y, x.sum(axis).reshape(-1), rtol=1e-14, atol=1e-14)
+    ops = max(16, 2 * R)  # (any order of R terms: R - 1 roundings each side)
+    assert_within(y, x.sum(axis).reshape(-1), sum_bound(x, axis, ops).reshape(-1))
     gy = rng.standard_normal(P * Q)
     G = np.concatenate([np.zeros(x.size), gy])
     reduce.reverse_sum(iat=0, ga=0, gy=x.size, G=G, IA=IA)
@@ -100,8 +112,8 @@ def test_sum_bodies_every_mode(python_raw, shape, axis):
     dx = rng.standard_normal(x.size)
     T = np.concatenate([dx, np.full(P * Q, np.nan)])
     reduce.tangent_sum(n=P * Q, k=1, iat=0, ta=0, na=x.size, ty=x.size, T=T, IA=IA)
-    np.testing.assert_allclose(T[x.size:], dx.reshape(P, R, Q).sum(1).reshape(-1), rtol=1e-13,
-                               atol=1e-13)
+    assert_within(T[x.size:], dx.reshape(P, R, Q).sum(1).reshape(-1),
+                  sum_bound(dx.reshape(P, R, Q), 1, ops).reshape(-1))
 
 
 def test_cumprod_bodies_every_mode_with_a_zero(python_raw):
@@ -118,11 +130,11 @@ def test_cumprod_bodies_every_mode_with_a_zero(python_raw):
     gy = np.arange(1.0, 9.0)
     G = np.concatenate([np.zeros(8), gy])
     scan.reverse_cumprod(iat=0, pa=_p(x), ga=0, py=_p(y), gy=8, G=G, IA=IA)
-    np.testing.assert_allclose(G[:8], J.T @ gy, rtol=1e-14)
+    assert_within(G[:8], J.T @ gy, sum_bound(J.T * gy, axis=1))
     dx = np.linspace(-1.0, 1.0, 8)
     T = np.concatenate([dx, np.full(8, np.nan)])
     scan.tangent_cumprod(n=8, k=1, iat=0, pa=_p(x), ta=0, na=8, py=_p(y), ty=8, T=T, IA=IA)
-    np.testing.assert_allclose(T[8:], J @ dx, rtol=1e-14)
+    assert_within(T[8:], J @ dx, sum_bound(J * dx, axis=1))
 
 
 def test_where_and_gather_bodies(python_raw):
@@ -217,24 +229,30 @@ def test_an_elementwise_row_in_every_mode():
     x = rng.uniform(-2.0, 2.0, (2, 3))
     y = rng.uniform(-1.0, 1.0, (2, 3))
     u = rng.standard_normal((2, 3))
-    grad_want = np.cosh(x) * y
+    # NumPy's sinh / cosh (2 ulps in the contract) pick their code per CPU: every comparison
+    # below is within rounding_bound of the NumPy expression, whose inputs include the factors
+    # summed over (so a sum's bound covers the sum of its |terms|)
+    gw = lambda x, y: np.cosh(x) * y  # noqa: E731
+    dot = lambda x, u: np.sum(np.cosh(x) * y * u)  # noqa: E731
+    grad_want = gw(x, y)
     check_vjp(lambda x: np.sinh(x), [x])  # eager reverse against finite differences
-    np.testing.assert_allclose(tape.grad(_f)(x, y), grad_want, rtol=1e-14)
+    assert_within(tape.grad(_f)(x, y), grad_want, rounding_bound(gw, [x, y], grad_want, 16))
     cf = tape.compile(_f, x, y)  # compiled replay, at new values
     x2 = x[::-1].copy()
     value, g = cf.value_and_grad(x2, y)
-    np.testing.assert_allclose(value, _f(x2, y), rtol=1e-14)
-    np.testing.assert_allclose(g, np.cosh(x2) * y, rtol=1e-14)
+    assert_within(value, _f(x2, y), rounding_bound(_f, [x2, y], _f(x2, y)))
+    assert_within(g, gw(x2, y), rounding_bound(gw, [x2, y], gw(x2, y), 16))
     _, tangent = tape.jvp(lambda x: _f(x, y), (x,), (u,))  # forward mode
-    np.testing.assert_allclose(tangent, np.sum(grad_want * u), rtol=1e-13)
+    assert_within(tangent, dot(x, u), rounding_bound(dot, [x, u], dot(x, u)))
     _, tangent = cf.jvp((x2, y), (u,))  # the compiled tangent sweep
-    np.testing.assert_allclose(tangent, np.sum(np.cosh(x2) * y * u), rtol=1e-13)
+    assert_within(tangent, dot(x2, u), rounding_bound(dot, [x2, u], dot(x2, u)))
     with tape.forward_ad.dual_level():  # dual numbers
         d = tape.forward_ad.make_dual(tape.tensor(x), tape.tensor(u))
         _, t = tape.forward_ad.unpack_dual(np.sinh(d))
-    np.testing.assert_allclose(np.asarray(t), np.cosh(x) * u, rtol=1e-14)
+    assert_within(np.asarray(t), gw(x, u), rounding_bound(gw, [x, u], gw(x, u), 16))
     h = np.asarray(tape.hessian(_f)(x, y))  # higher order: d2/dx2 sum(sinh(x) y) = sinh(x) y
-    np.testing.assert_allclose(h.reshape(6, 6), np.diag((np.sinh(x) * y).reshape(-1)),
-                               rtol=1e-13, atol=1e-15)
+    hw = lambda x, y: np.sinh(x) * y  # noqa: E731
+    bound = rounding_bound(hw, [x, y], hw(x, y), 16).reshape(-1)
+    assert_within(h.reshape(6, 6), np.diag(hw(x, y).reshape(-1)), np.diag(bound))  # (0 off it)
     s = tape.grad(tape.grad(lambda t: np.sinh(t)))(0.5)  # a 0-d row, grad of grad
-    np.testing.assert_allclose(s, np.sinh(0.5), rtol=1e-14)
+    assert abs(s - np.sinh(0.5)) <= rounding_bound(np.sinh, [0.5], np.sinh(0.5), 16)
