@@ -232,8 +232,8 @@ def test_an_elementwise_row_in_every_mode():
     # NumPy's sinh / cosh (2 ulps in the contract) pick their code per CPU: every comparison
     # below is within rounding_bound of the NumPy expression, whose inputs include the factors
     # summed over (so a sum's bound covers the sum of its |terms|)
-    gw = lambda x, y: np.cosh(x) * y  # noqa: E731
-    dot = lambda x, u: np.sum(np.cosh(x) * y * u)  # noqa: E731
+    gw = lambda x, y: np.cosh(x) * y
+    dot = lambda x, u: np.sum(np.cosh(x) * y * u)
     grad_want = gw(x, y)
     check_vjp(lambda x: np.sinh(x), [x])  # eager reverse against finite differences
     assert_within(tape.grad(_f)(x, y), grad_want, rounding_bound(gw, [x, y], grad_want, 16))
@@ -251,7 +251,7 @@ def test_an_elementwise_row_in_every_mode():
         _, t = tape.forward_ad.unpack_dual(np.sinh(d))
     assert_within(np.asarray(t), gw(x, u), rounding_bound(gw, [x, u], gw(x, u), 16))
     h = np.asarray(tape.hessian(_f)(x, y))  # higher order: d2/dx2 sum(sinh(x) y) = sinh(x) y
-    hw = lambda x, y: np.sinh(x) * y  # noqa: E731
+    hw = lambda x, y: np.sinh(x) * y
     bound = rounding_bound(hw, [x, y], hw(x, y), 16).reshape(-1)
     assert_within(h.reshape(6, 6), np.diag(hw(x, y).reshape(-1)), np.diag(bound))  # (0 off it)
     s = tape.grad(tape.grad(lambda t: np.sinh(t)))(0.5)  # a 0-d row, grad of grad

@@ -100,7 +100,7 @@ class Square(tape.Function):
 def test_function_with_a_jvp_rule():
     x = np.array([1.0, -2.0])
     _, t = tape.jvp(lambda a: np.sin(Square.apply(a)), (x,), (np.array([1.0, 0.5]),))
-    want = lambda x: np.cos(x * x) * 2.0 * x * np.array([1.0, 0.5])  # noqa: E731
+    want = lambda x: np.cos(x * x) * 2.0 * x * np.array([1.0, 0.5])
     assert_within(t, want(x), rounding_bound(want, [x], want(x), ops=16))  # (NumPy's cos)
 
 
@@ -194,8 +194,8 @@ def test_two_levels_give_second_derivatives():
             y = np.sin(xi) * xi
             dy = fwAD.unpack_dual(y, level=inner).tangent  # sin x + x cos x, dual at outer
         d2y = fwAD.unpack_dual(dy, level=outer).tangent
-    d1 = lambda x: np.sin(x) + x * np.cos(x)  # noqa: E731
-    d2 = lambda x: 2 * np.cos(x) - x * np.sin(x)  # noqa: E731
+    d1 = lambda x: np.sin(x) + x * np.cos(x)
+    d2 = lambda x: 2 * np.cos(x) - x * np.sin(x)
     assert abs(dy.item() - d1(0.7)) <= rounding_bound(d1, [0.7], d1(0.7), ops=16)
     assert abs(d2y.item() - d2(0.7)) <= rounding_bound(d2, [0.7], d2(0.7), ops=16)
 
@@ -279,7 +279,7 @@ def test_forward_mode_composes_with_backward():
         t = fwAD.unpack_dual(y).tangent  # d/dx0 = sin x0 + x0 cos x0
     t.backward()
     x0 = 0.3
-    d2 = lambda x: 2 * np.cos(x) - x * np.sin(x)  # noqa: E731
+    d2 = lambda x: 2 * np.cos(x) - x * np.sin(x)
     assert x.grad[1] == 0.0
     assert abs(x.grad[0] - d2(x0)) <= rounding_bound(d2, [x0], d2(x0), ops=16)
 
@@ -313,12 +313,12 @@ def test_grad_of_a_function_that_uses_jvp():
 
 
 def test_linearize_records_once():
-    f = lambda x: np.sin(x) * x  # noqa: E731
+    f = lambda x: np.sin(x) * x
     x = np.array([0.1, 0.7])
     y, f_jvp = tape.linearize(f, x)
     np.testing.assert_allclose(y, f(x))
     for u in (np.array([1.0, 0.0]), np.array([0.3, -2.0])):
-        want = lambda x: (np.cos(x) * x + np.sin(x)) * u  # noqa: E731
+        want = lambda x, u=u: (np.cos(x) * x + np.sin(x)) * u
         assert_within(f_jvp(u), want(x), rounding_bound(want, [x], want(x), ops=16))
 
 
@@ -369,7 +369,7 @@ def test_jvp_errors():
 
 def test_transforms_nest_with_reverse_mode_inside():
     """Reverse mode inside a transform is recorded (create_graph), never silent zeros."""
-    f = lambda x: np.sum(x ** 3)  # noqa: E731
+    f = lambda x: np.sum(x ** 3)
     x = np.array([1.0, 2.0])
     H = np.diag(6.0 * x)
     np.testing.assert_allclose(tape.jacfwd(tape.grad(f))(x), H)

@@ -227,7 +227,7 @@ def test_log_cumulative_functions_in_the_far_tails():
     def check(got, exact, *args):
         """got within rounding_bound of the exact function (mpmath's, of float arguments):
         the conditioning in every float argument, times a few roundings."""
-        f = lambda *a: float(exact(*[mp.mpf(float(v)) for v in a]))  # noqa: E731
+        f = lambda *a: float(exact(*[mp.mpf(float(v)) for v in a]))
         want = f(*args)
         assert abs(got - want) <= rounding_bound(f, list(args), want), (got, want)
 
@@ -251,7 +251,7 @@ def test_cumulative_outside_the_support_and_invalid_parameters_are_scipys(kind):
                        ("cauchy", ()), ("lognorm", (0.5,))]:
         got = _plain(getattr(getattr(ts, name), kind)(xs, *args))
         want = _scipy(name, kind, xs, *args)
-        bound = rounding_bound(lambda *a: _scipy(name, kind, *a), [xs, *args], want)
+        bound = rounding_bound(lambda *a, name=name: _scipy(name, kind, *a), [xs, *args], want)
         assert_within(got, want, bound + _atol(kind), err_msg=f"{name}{args}")
     ks = np.array([-2.0, -0.5, 0.0, 2.5, 9.0, 10.0, 12.0])
     for name, args in [("poisson", (3.0,)), ("poisson", (0.0,)), ("poisson", (-1.0,)),
@@ -260,7 +260,8 @@ def test_cumulative_outside_the_support_and_invalid_parameters_are_scipys(kind):
                        ("nbinom", (0.0, 0.4))]:
         got = _plain(getattr(getattr(ts, name), kind)(ks, *args))
         want = _scipy(name, kind, ks, *args)
-        bound = rounding_bound(lambda *a: _scipy(name, kind, ks, *a), args, want)  # (k: data)
+        bound = rounding_bound(lambda *a, name=name: _scipy(name, kind, ks, *a),  # (k: data)
+                               args, want)
         assert_within(got, want, bound + _atol(kind), err_msg=f"{name}{args}")
     # an invalid p is nan at every k (SciPy's is 1 at k >= n, before it checks p)
     assert np.all(np.isnan(_plain(getattr(ts.binom, kind)(ks, 10, 1.5))))

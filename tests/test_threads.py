@@ -25,8 +25,8 @@ def test_two_threads_record_and_differentiate_different_functions(fast_switching
     xb0 = np.linspace(-1.0, 2.0, 7).reshape(7, 1)
     results = {}
     # NumPy's sin / cos / exp pick their code per CPU: a few roundings of each term's size
-    ga = lambda x: np.cos(x) * x + np.sin(x)  # noqa: E731
-    gb = lambda x: 3 * -2 * x * np.exp(-x * x)  # noqa: E731
+    ga = lambda x: np.cos(x) * x + np.sin(x)
+    gb = lambda x: 3 * -2 * x * np.exp(-x * x)
     bound_a = rounding_bound(ga, [xa0], ga(xa0), ops=16)
     bound_b = rounding_bound(gb, [xb0], gb(xb0), ops=16)
 
@@ -57,7 +57,7 @@ def test_threads_share_a_leaf(fast_switching):
     w = tape.tensor(w0, requires_grad=True)
 
     def worker(k):
-        want = lambda w: 3 * (k * np.cos(w * k) * w + np.sin(w * k))  # noqa: E731
+        want = lambda w: 3 * (k * np.cos(w * k) * w + np.sin(w * k))
         bound = rounding_bound(want, [w0], want(w0), ops=16)
 
         def run():
@@ -77,7 +77,7 @@ def test_threads_share_a_scalar_leaf(fast_switching):
     w = tape.tensor(0.7, requires_grad=True)
 
     def worker(k):
-        want = lambda w: k * np.cos(w * k) * w + np.sin(w * k) + 2 * w  # noqa: E731
+        want = lambda w: k * np.cos(w * k) * w + np.sin(w * k) + 2 * w
         bound = rounding_bound(want, [0.7], want(0.7), ops=16)
 
         def run():
