@@ -259,12 +259,14 @@ def _binary(code, a, b):
     else:
         av = a
         ra = False
+        refuse_masked(a, "operand")
     if type(b) is Tensor:
         bv = b._v
         rb = b._rg
     else:
         bv = b
         rb = False
+        refuse_masked(b, "operand")
     if type(av) is np.ndarray and av.ndim == 0 and type(a) is Tensor:
         av = float(av)  # a 0-d leaf (its buffer is an array) takes the 0-d path
     if type(bv) is np.ndarray and bv.ndim == 0 and type(b) is Tensor:
@@ -273,9 +275,6 @@ def _binary(code, a, b):
         bv = float(bv)
     if type(av) is int:
         av = float(av)
-    for v in (av, bv):
-        if isinstance(v, np.ndarray) and type(v) is not np.ndarray:
-            refuse_masked(v, "operand")
     if type(av) is float and type(bv) is float:
         y = SCALAR[code](av, bv)
         t = recording_tape() if ra or rb else None

@@ -276,9 +276,9 @@ class TensorOperators:
     def __reduce__(self):
         # A pickle holds values, not a recording (docs/api.md): a result with history comes
         # back as a plain tensor, a leaf as a leaf with its .grad, a 0-d array as one.
-        v, m = self._v, self._meta
-        return (_unpickled, (v if type(v) is float else np.array(v), m is not None,
-                             None if m is None or m.grad is None else np.array(m.grad),
+        # (no copies here: Tensor() and the .grad setter copy what they are given)
+        m = self._meta
+        return (_unpickled, (self._v, m is not None, None if m is None else m.grad,
                              self._alias is not None and self.ndim == 0))
 
     def astype(self, dtype, copy=True):
